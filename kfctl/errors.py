@@ -1,0 +1,91 @@
+"""The one error tree of kfctl.
+
+Every error a user can cause or meet derives from :class:`KfctlError`. Each class carries the process
+exit code for its family and an optional hint that says what to do. Lower layers raise these (chaining
+the original cause with ``raise ... from e``); only the CLI catches and prints them.
+"""
+
+from __future__ import annotations
+
+
+class KfctlError(Exception):
+    """Base of every error kfctl reports to a user."""
+
+    exit_code = 1
+    kind = "error"
+
+    def __init__(self, message: str, *, hint: str | None = None, details: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.details: list[str] = list(details or [])
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(KfctlError):
+    """The command line itself is wrong (bad flag combination, missing app directory)."""
+
+    exit_code = 2
+    kind = "usage error"
+
+
+class ConfigError(KfctlError):
+    """The KfDef, the catalog metadata or a lock file is invalid. ``details`` lists every problem."""
+
+    exit_code = 3
+    kind = "config error"
+
+
+class RenderError(KfctlError):
+    """kustomize failed, is missing or too old, or its output is not a valid object stream."""
+
+    exit_code = 4
+    kind = "render error"
+
+
+class PlanError(KfctlError):
+    """The objects cannot be ordered: a dependency cycle or a missing dependency."""
+
+    exit_code = 5
+    kind = "plan error"
+
+
+class ClusterError(KfctlError):
+    """The cluster cannot be reached or refuses us (kubeconfig, connection, authentication)."""
+
+    exit_code = 6
+    kind = "cluster error"
+
+
+class ApiDeniedError(ClusterError):
+    """The API server rejected a request for good: schema (422), RBAC (403), a webhook denial."""
+
+    exit_code = 7
+    kind = "API denied"
+
+
+class HealthError(KfctlError):
+    """Objects were applied but did not become healthy, or the wait timed out."""
+
+    exit_code = 8
+    kind = "health failure"
+
+
+class StaleOutputError(KfctlError):
+    """``generate --check`` found committed output that differs from a fresh render."""
+
+    exit_code = 9
+    kind = "stale output"
+
+
+class InterruptedError_(KfctlError):
+    """The user pressed Ctrl-C; state in the cluster is left consistent (the inventory is a superset)."""
+
+    exit_code = 130
+    kind = "interrupted"
+
+
+# Exit code for "the command succeeded and had nothing to do" (apply with no changes, diff with none).
+EXIT_NO_CHANGES = 10

@@ -1,0 +1,88 @@
+"""Kubernetes objects as plain dicts, and the key kfctl identifies them by.
+
+Objects are keyed by (group, kind, namespace, name) and never by version: the same object served at two
+versions is one object. This module parses YAML streams into objects; it does no I/O and no API calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from kfctl.errors import RenderError
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True, order=True)
+class ObjectKey:
+    """The identity of an object: group, kind, namespace ("" when cluster-scoped), name."""
+
+    group: str
+    kind: str
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        kind = f"{self.kind}.{self.group}" if self.group else self.kind
+        where = f"{self.namespace}/" if self.namespace else ""
+        return f"{kind} {where}{self.name}"
+
+
+def group_of(api_version: str) -> str:
+    """The API group of an apiVersion: "apps/v1" → "apps", "v1" → ""."""
+    return api_version.split("/", 1)[0] if "/" in api_version else ""
+
+
+def key_of(obj: Mapping[str, Any]) -> ObjectKey:
+    meta = obj.get("metadata") or {}
+    return ObjectKey(
+        group=group_of(str(obj.get("apiVersion", ""))),
+        kind=str(obj.get("kind", "")),
+        namespace=str(meta.get("namespace") or ""),
+        name=str(meta.get("name", "")),
+    )
+
+
+def parse_stream(text: str, *, source: str) -> list[Obj]:
+    """Parse a multi-document YAML stream into objects, flattening ``*List`` kinds.
+
+    Raises RenderError naming ``source`` when the stream is not YAML or a document is not an object.
+    """
+    try:
+        docs = list(yaml.safe_load_all(text))
+    except yaml.YAMLError as e:
+        raise RenderError(f"{source}: output is not valid YAML: {e}") from e
+    objects: list[Obj] = []
+    for doc in _flatten(docs):
+        if doc is None:
+            continue
+        if not isinstance(doc, dict) or "kind" not in doc or "apiVersion" not in doc:
+            raise RenderError(f"{source}: a document is not a Kubernetes object (no apiVersion/kind)")
+        objects.append(doc)
+    return objects
+
+
+def _flatten(docs: Iterable[Any]) -> Iterable[Any]:
+    for doc in docs:
+        if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") and "items" in doc:
+            yield from _flatten(doc.get("items") or [])
+        else:
+            yield doc
+
+
+def index_objects(objects: Iterable[Obj], *, source_of: Mapping[int, str] | None = None) -> dict[ObjectKey, Obj]:
+    """Index objects by key; a duplicate key is a RenderError that names both sources."""
+    out: dict[ObjectKey, Obj] = {}
+    origin: dict[ObjectKey, str] = {}
+    for i, obj in enumerate(objects):
+        k = key_of(obj)
+        src = (source_of or {}).get(i, "bundle")
+        if k in out:
+            raise RenderError(f"duplicate object {k}: defined by {origin[k]} and by {src}")
+        out[k] = obj
+        origin[k] = src
+    return out
