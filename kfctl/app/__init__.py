@@ -1,0 +1,1 @@
+"""Use cases behind the commands (init, generate, …): they return results and never print."""

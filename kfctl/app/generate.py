@@ -1,0 +1,187 @@
+"""`kfctl generate`: render every enabled application into APPDIR/{vendor,kustomize,rendered}/.
+
+Everything is written into a temp directory inside APPDIR first and swapped in only when every
+application rendered, so a failure leaves the previous output intact. ``check`` renders the same way and
+compares instead of swapping. The KfDef is only read.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from kfctl.catalog.model import Catalog
+from kfctl.config.model import Application, KfDef
+from kfctl.errors import RenderError, StaleOutputError
+from kfctl.objects import key_of, parse_stream
+from kfctl.render import kustomize
+from kfctl.render.layout import MIRROR_OVERLAY, AppLayout, container_images, plan_application
+
+OUTPUT_DIRS = ("vendor", "kustomize", "rendered")
+TMP_PREFIX = ".kfctl-tmp-"
+_IGNORED = shutil.ignore_patterns(".git", ".cache", "__pycache__", TMP_PREFIX + "*")
+
+
+@dataclass(frozen=True)
+class GenerateResult:
+    app_dir: Path
+    applications: tuple[str, ...]
+    changed: tuple[str, ...]  # paths relative to APPDIR that differ from what was there before
+    objects: int
+    kustomize: str
+    seconds: float
+
+
+def generate(
+    kfdef: KfDef,
+    catalog: Catalog,
+    *,
+    check: bool = False,
+    jobs: int | None = None,
+    find: Callable[[], kustomize.Kustomize] = kustomize.find_kustomize,
+) -> GenerateResult:
+    start = time.monotonic()
+    k = find()
+    app_dir = kfdef.app_dir
+    apps = kfdef.enabled_applications()
+    tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=app_dir))
+    try:
+        count = _render_all(kfdef, catalog, apps, k, tmp, jobs=jobs)
+        changed = _differences(tmp, app_dir)
+        if check:
+            if changed:
+                raise StaleOutputError(
+                    f"{app_dir}: generated output is stale ({len(changed)} file(s) differ from a fresh render)",
+                    details=list(changed),
+                    hint=f"run `kfctl generate {app_dir}` and commit the result",
+                )
+        else:
+            _swap_in(tmp, app_dir)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return GenerateResult(
+        app_dir=app_dir,
+        applications=tuple(a.name for a in apps),
+        changed=tuple(changed),
+        objects=count,
+        kustomize=k.describe(),
+        seconds=time.monotonic() - start,
+    )
+
+
+def _render_all(
+    kfdef: KfDef,
+    catalog: Catalog,
+    apps: tuple[Application, ...],
+    k: kustomize.Kustomize,
+    tmp: Path,
+    *,
+    jobs: int | None,
+) -> int:
+    layouts = [plan_application(kfdef, catalog, app) for app in apps]
+    copied: set[str] = set()
+    for layout in layouts:
+        _vendor(layout, tmp, copied)
+        _write_files(layout, tmp)
+
+    def render(layout: AppLayout) -> str:
+        name = layout.app.name
+        out = _build(k, tmp, name, kfdef.app_dir)
+        if MIRROR_OVERLAY in layout.app.overlays:
+            images = container_images(parse_stream(out, source=f"application {name}"))
+            mirrored = plan_application(kfdef, catalog, layout.app, images=images)
+            _write_files(mirrored, tmp)
+            out = _build(k, tmp, name, kfdef.app_dir)
+        return out
+
+    workers = max(1, min(jobs or os.cpu_count() or 2, 8, len(layouts) or 1))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        outputs = list(pool.map(render, layouts))
+
+    owner: dict[object, str] = {}
+    total = 0
+    rendered = tmp / "rendered"
+    rendered.mkdir()
+    for layout, text in zip(layouts, outputs, strict=True):
+        name = layout.app.name
+        objects = parse_stream(text, source=f"application {name}")
+        for obj in objects:
+            key = key_of(obj)
+            if key in owner:
+                raise RenderError(
+                    f"{key} is rendered by two applications: {owner[key]} and {name}",
+                    hint="disable one of them, or remove the object from one kustomization",
+                )
+            owner[key] = name
+        total += len(objects)
+        (rendered / f"{name}.yaml").write_text(text, encoding="utf-8")
+    return total
+
+
+def _build(k: kustomize.Kustomize, tmp: Path, app: str, app_dir: Path) -> str:
+    try:
+        return kustomize.build(k, tmp / "kustomize" / app, app=app, display=str(app_dir / "kustomize" / app))
+    except RenderError as e:
+        # kustomize names files under the temp dir, which is gone by the time the user reads this.
+        e.details = [d.replace(str(tmp), str(app_dir)) for d in e.details]
+        raise
+
+
+def _vendor(layout: AppLayout, tmp: Path, copied: set[str]) -> None:
+    for copy in layout.vendor:
+        key = str(copy.dest)
+        if key in copied:
+            continue
+        copied.add(key)
+        dest = tmp / copy.dest
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            shutil.copytree(copy.source, dest, ignore=_IGNORED)
+        except (OSError, shutil.Error) as e:
+            raise RenderError(f"application {layout.app.name}: cannot copy {copy.source}: {e}") from e
+
+
+def _write_files(layout: AppLayout, tmp: Path) -> None:
+    target = tmp / "kustomize" / layout.app.name
+    target.mkdir(parents=True, exist_ok=True)
+    for name, text in layout.files.items():
+        (target / name).write_text(text, encoding="utf-8")
+
+
+def _files(root: Path) -> set[str]:
+    out: set[str] = set()
+    for top in OUTPUT_DIRS:
+        base = root / top
+        if not base.is_dir():
+            continue
+        for path in base.rglob("*"):
+            if path.is_file():
+                out.add(path.relative_to(root).as_posix())
+    return out
+
+
+def _differences(new_root: Path, old_root: Path) -> list[str]:
+    new, old = _files(new_root), _files(old_root)
+    changed = [p for p in sorted(new | old) if p not in new or p not in old]
+    changed += [p for p in sorted(new & old) if not filecmp.cmp(new_root / p, old_root / p, shallow=False)]
+    return sorted(changed)
+
+
+def _swap_in(tmp: Path, app_dir: Path) -> None:
+    """Move the fresh output into place; the old output goes into the temp dir and is deleted with it."""
+    old = tmp / "old"
+    old.mkdir()
+    for top in OUTPUT_DIRS:
+        current = app_dir / top
+        if current.exists():
+            os.replace(current, old / top)
+        fresh = tmp / top
+        if fresh.exists():
+            os.replace(fresh, current)

@@ -1,0 +1,191 @@
+"""`kfctl init`: scaffold an app directory with a commented KfDef for a platform and components.
+
+Component names, defaults and dependencies come from the catalog on disk. Refuses to overwrite an existing
+KfDef unless forced, and writes through a temp file so a failure never leaves half a file.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from kfctl.catalog.model import REMOVED_COMPONENTS, Catalog
+from kfctl.config.loader import did_you_mean
+from kfctl.config.model import BUILTIN_REPO
+from kfctl.errors import ConfigError, UsageError
+from kfctl.fsutil import write_atomic
+
+KFDEF_FILE = "kfdef.yaml"
+GITIGNORE = """\
+# kfctl: caches that are re-created on demand. Commit kfdef.yaml, kfdef.lock, kustomize/, vendor/, rendered/.
+.cache/
+.kfctl-tmp-*/
+"""
+
+
+@dataclass(frozen=True)
+class InitResult:
+    kfdef: Path
+    platform: str
+    components: tuple[str, ...]
+    added_dependencies: tuple[str, ...]
+    required_platform_parameters: tuple[str, ...]
+
+
+def resolve_components(catalog: Catalog, *, platform: str, requested: list[str] | None) -> tuple[list[str], list[str]]:
+    """The requested components (or the platform's defaults) plus their dependencies, in catalog order."""
+    plat = catalog.platforms[platform]
+    wanted = list(plat.default_components) if requested is None else requested
+    problems: list[str] = []
+    for name in wanted:
+        if name in catalog.components:
+            continue
+        if name.lower() in REMOVED_COMPONENTS:
+            problems.append(f'component "{name}" is not available: {REMOVED_COMPONENTS[name.lower()]}')
+        else:
+            problems.append(
+                f'unknown component "{name}"{did_you_mean(name, catalog.components)}; '
+                f"known: {', '.join(sorted(catalog.components))}"
+            )
+    for name in wanted:
+        comp = catalog.components.get(name)
+        if comp and comp.platforms and platform not in comp.platforms:
+            problems.append(f'component "{name}" does not support platform "{platform}"')
+    if problems:
+        raise ConfigError(
+            "--components: " + problems[0] if len(problems) == 1 else "--components has problems",
+            details=problems if len(problems) > 1 else [],
+        )
+    chosen: set[str] = set()
+
+    def add(name: str) -> None:
+        if name in chosen:
+            return
+        chosen.add(name)
+        for dep in catalog.components[name].depends_on:
+            add(dep)
+
+    for name in wanted:
+        add(name)
+    ordered = _dependency_order(catalog, chosen)
+    added = [c for c in ordered if c not in wanted]
+    return ordered, added
+
+
+def _dependency_order(catalog: Catalog, names: set[str]) -> list[str]:
+    out: list[str] = []
+
+    def visit(name: str) -> None:
+        if name in out:
+            return
+        for dep in catalog.components[name].depends_on:
+            if dep in names:
+                visit(dep)
+        out.append(name)
+
+    for name in sorted(names):
+        visit(name)
+    return out
+
+
+def render_kfdef(catalog: Catalog, *, name: str, namespace: str, platform: str, components: list[str]) -> str:
+    """The text of a new KfDef, with comments that explain each field to a newcomer."""
+    plat = catalog.platforms[platform]
+    lines = [
+        "# A KfDef says which ML platform components to install on which kind of cluster.",
+        "# kfctl reads this file and never rewrites it. Next steps:",
+        "#   kfctl generate   # render kustomize dirs and YAML into this directory (commit them for GitOps)",
+        "#   kfctl apply      # install in dependency order and wait until everything is healthy",
+        "apiVersion: kfdef.apps.kubeflow.org/v1",
+        "kind: KfDef",
+        "metadata:",
+        f"  name: {name}          # names this platform install; kfctl labels what it applies with it",
+        f"  namespace: {namespace}   # where kfctl keeps its inventory of applied objects",
+        "spec:",
+        f"  # The cluster kind: one of {', '.join(sorted(catalog.platforms))}. It picks platform patches",
+        "  # (autoscaler flags, GPU node labels, identity annotations) and the default components.",
+        f"  platform: {platform}",
+        "  # Where component manifests come from. kfctl://catalog is the catalog shipped with kfctl;",
+        "  # add your own repos (a directory, a tarball, a git URL) for applications of your own.",
+        "  repos:",
+        f"    - name: {BUILTIN_REPO.name}",
+        f"      uri: {BUILTIN_REPO.uri}",
+    ]
+    if plat.plugin and plat.parameters:
+        lines += [
+            f"  # Settings of the {platform} platform; kfctl generate fails until the required ones are set.",
+            "  plugins:",
+            f"    - kind: {plat.plugin}",
+            "      metadata:",
+            f"        name: {platform}",
+            "      spec:",
+        ]
+        for pname, pspec in sorted(plat.parameters.items()):
+            mark = "required" if pspec.required else "optional"
+            value = '""' if pspec.required or pspec.default is None else json.dumps(pspec.default)
+            lines.append(f"        {pname}: {value}   # {mark}: {pspec.description}")
+    lines += [
+        "  # Each application is one component, rendered from <repo>/<path> with kustomize.",
+        "  #   overlays:   cross-cutting changes, e.g. ha (2 replicas + PDBs), image-mirror (air-gapped)",
+        "  #   parameters: the component's settings (see `kfctl generate --help` and docs/catalog.md)",
+        "  #   dependsOn:  extra install-order edges to other applications (catalog ones are automatic)",
+        "  #   enabled:    false keeps an application in the file without installing it",
+        "  applications:",
+    ]
+    for comp_name in components:
+        comp = catalog.components[comp_name]
+        summary = comp.description.splitlines()[0] if comp.description else ""
+        lines += [
+            f"    - name: {comp_name}   # {summary}" if summary else f"    - name: {comp_name}",
+            "      kustomizeConfig:",
+            "        repoRef:",
+            f"          name: {BUILTIN_REPO.name}",
+            f"          path: manifests/{comp_name}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def init_app(
+    catalog: Catalog,
+    *,
+    app_dir: Path,
+    platform: str,
+    components: list[str] | None,
+    namespace: str,
+    force: bool,
+) -> InitResult:
+    if platform not in catalog.platforms:
+        raise UsageError(
+            f'unknown platform "{platform}"{did_you_mean(platform, catalog.platforms)}; '
+            f"known: {', '.join(sorted(catalog.platforms))}"
+        )
+    if app_dir.exists() and not app_dir.is_dir():
+        raise UsageError(f"{app_dir}: exists and is not a directory")
+    target = app_dir / KFDEF_FILE
+    if target.exists() and not force:
+        raise UsageError(
+            f"{target}: already exists; left unchanged",
+            hint="pass --force to overwrite it, or choose another APPDIR",
+        )
+    chosen, added = resolve_components(catalog, platform=platform, requested=components)
+    name = _app_name(app_dir)
+    text = render_kfdef(catalog, name=name, namespace=namespace, platform=platform, components=chosen)
+    try:
+        write_atomic(target, text)
+        gitignore = app_dir / ".gitignore"
+        if not gitignore.exists():
+            write_atomic(gitignore, GITIGNORE)
+    except OSError as e:
+        raise UsageError(f"{target}: cannot write: {e.strerror or e}") from e
+    required = tuple(sorted(n for n, p in catalog.platforms[platform].parameters.items() if p.required))
+    return InitResult(target, platform, tuple(chosen), tuple(added), required)
+
+
+def _app_name(app_dir: Path) -> str:
+    """A DNS label from the directory name ("My Demo" → "my-demo"), "kubeflow" when nothing is left."""
+    raw = app_dir.resolve().name.lower()
+    cleaned = "".join(c if c.isalnum() else "-" for c in raw).strip("-")
+    while "--" in cleaned:
+        cleaned = cleaned.replace("--", "-")
+    return cleaned[:63].strip("-") or "kubeflow"

@@ -1,0 +1,59 @@
+"""`kfctl generate` (alias `build`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from kfctl.app.generate import generate as run_generate
+from kfctl.catalog.load import load_catalog
+from kfctl.cli.options import get_options, global_options
+from kfctl.cli.output import emit
+from kfctl.cli.target import kfdef_target, resolve_kfdef
+
+
+@click.command()
+@kfdef_target
+@click.option("--check", is_flag=True, help="Render and compare; exit 9 listing stale files, write nothing.")
+@click.option("--jobs", "-j", type=click.IntRange(1, 32), default=None, help="Applications rendered in parallel.")
+@global_options
+def generate(app_dir: Path | None, kfdef_file: Path | None, check: bool, jobs: int | None) -> None:
+    """Render every application of the KfDef through kustomize.
+
+    Writes APPDIR/kustomize/<app>/ (plain kustomize, with the catalog parts it uses vendored
+    into APPDIR/vendor/) and APPDIR/rendered/<app>.yaml. `kustomize build APPDIR/kustomize/<app>`
+    reproduces rendered/<app>.yaml byte for byte, so the directory can live in a GitOps repo.
+    A failed render leaves the previous output untouched; the KfDef is never rewritten.
+
+    \b
+    Examples:
+      kfctl generate demo
+      kfctl generate -f demo/kfdef.yaml --check   # CI: fail if committed output is stale
+    """
+    opts = get_options()
+    kfdef = resolve_kfdef(app_dir, kfdef_file)
+    result = run_generate(kfdef, load_catalog(), check=check, jobs=jobs)
+    verb = "Checked" if check else "Rendered"
+    lines = [
+        f"{verb} {len(result.applications)} application(s), {result.objects} objects, "
+        f"with {result.kustomize} in {result.seconds:.1f}s"
+    ]
+    if not check:
+        lines.append(
+            f"{len(result.changed)} file(s) changed"
+            + (f": {', '.join(result.changed[:10])}" if result.changed else "")
+            + (" …" if len(result.changed) > 10 else "")
+        )
+    emit(
+        opts,
+        {
+            "appDir": str(result.app_dir),
+            "applications": list(result.applications),
+            "objects": result.objects,
+            "changed": list(result.changed),
+            "check": check,
+            "kustomize": result.kustomize,
+        },
+        "\n".join(lines),
+    )

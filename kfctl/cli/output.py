@@ -1,0 +1,66 @@
+"""How results and errors reach the terminal: text for people, JSON for machines.
+
+Commands hand a result (a JSON-able mapping plus its text rendering) to :func:`emit`; errors go through
+:func:`emit_error`. Nothing below the CLI prints.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from collections.abc import Mapping
+from typing import Any
+
+import click
+
+from kfctl.cli.context import GlobalOptions
+from kfctl.errors import KfctlError
+
+
+def emit(opts: GlobalOptions, data: Mapping[str, Any], text: str) -> None:
+    """Print one command result: ``data`` as JSON with ``-o json``, else ``text`` (unless ``-q``)."""
+    if opts.output == "json":
+        click.echo(json.dumps(data, indent=2, sort_keys=True))
+    elif not opts.quiet and text:
+        click.echo(text)
+
+
+def format_error(err: KfctlError) -> str:
+    """One paragraph: kind and message, every detail on its own line, then the hint."""
+    lines = [f"Error ({err.kind}): {err.message}"]
+    lines += [f"  {d}" for d in err.details]
+    if err.hint:
+        lines.append(f"Hint: {err.hint}")
+    return "\n".join(lines)
+
+
+def error_record(err: KfctlError) -> dict[str, Any]:
+    return {
+        "error": {
+            "kind": err.kind,
+            "exitCode": err.exit_code,
+            "message": err.message,
+            "details": err.details,
+            "hint": err.hint,
+        }
+    }
+
+
+def emit_error(opts: GlobalOptions, err: KfctlError) -> None:
+    if opts.output == "json":
+        click.echo(json.dumps(error_record(err), sort_keys=True), err=True)
+    else:
+        click.echo(format_error(err), err=True)
+    if opts.verbose and (err.__cause__ or err.__context__):
+        click.echo("".join(traceback.format_exception(err)), err=True, nl=False)
+
+
+def emit_unexpected(opts: GlobalOptions, exc: BaseException) -> None:
+    """A bug in kfctl: say so plainly; show the traceback only with ``-v``."""
+    click.echo(f"Error (internal): {type(exc).__name__}: {exc}", err=True)
+    if opts.verbose:
+        click.echo("".join(traceback.format_exception(exc)), err=True, nl=False)
+    else:
+        click.echo("This is a bug in kfctl; re-run with -v for the traceback and report it.", err=True)
+    sys.stderr.flush()

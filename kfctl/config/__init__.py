@@ -1,0 +1,1 @@
+"""The KfDef: its model, and the loader that validates a file and reports every problem at once."""

@@ -1,0 +1,531 @@
+"""Load and validate a KfDef file, reporting every problem at once.
+
+Two passes over the document: the shape (known keys, types, required fields) and then the meaning against
+the catalog (repos defined, components/overlays/platforms known, parameters declared and well-typed,
+dependencies enabled). Each problem names file:line:column and the field path, with a did-you-mean where a
+near name exists. Any failure is one ConfigError whose ``details`` hold all problems. This module never
+writes the KfDef.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kfctl.catalog.model import REMOVED_COMPONENTS, Catalog, ParameterSpec
+from kfctl.config.located import Located, format_path, load_located
+from kfctl.config.located import Path as FieldPath
+from kfctl.config.model import (
+    API_GROUP,
+    BUILTIN_REPO,
+    SUPPORTED_VERSIONS,
+    Application,
+    KfDef,
+    Plugin,
+    Repo,
+)
+from kfctl.errors import ConfigError
+
+MAX_BYTES = 4 * 1024 * 1024
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+# Keys allowed at each level of the document. The comment says which ones are kfctl's own additions.
+TOP_KEYS = ("apiVersion", "kind", "metadata", "spec", "status")
+METADATA_KEYS = ("name", "namespace", "labels", "annotations")
+SPEC_KEYS = ("applications", "repos", "plugins", "version", "platform")  # platform: ours
+APP_KEYS = ("name", "kustomizeConfig", "dependsOn", "enabled")  # dependsOn, enabled: ours
+KCONFIG_KEYS = ("repoRef", "overlays", "parameters")
+REPOREF_KEYS = ("name", "path")
+PARAM_KEYS = ("name", "value")
+REPO_KEYS = ("name", "uri", "sha256", "ref")  # sha256, ref: ours
+PLUGIN_KEYS = ("kind", "metadata", "spec", "name")
+
+V1ALPHA1_HINT = (
+    "kfdef.apps.kubeflow.org/v1alpha1 used spec.components/componentParams/packages; rewrite each component "
+    "as an entry of spec.applications[] with kustomizeConfig.repoRef and parameters[], set apiVersion to "
+    "kfdef.apps.kubeflow.org/v1, or start from `kfctl init` (README: 'Migrating from v1alpha1')"
+)
+
+
+@dataclass
+class Problems:
+    """Collects problems with their positions; turns them into one ConfigError."""
+
+    file: str
+    doc: Located
+    items: list[tuple[int, int, str]] = field(default_factory=list)
+
+    def add(self, path: FieldPath, message: str, *, choices: Iterable[str] = (), bad: str = "") -> None:
+        pos = self.doc.at(path)
+        hint = did_you_mean(bad, choices) if bad else ""
+        text = f"{self.file}:{pos.line}:{pos.column} {format_path(path)}: {message}{hint}"
+        self.items.append((pos.line, pos.column, text))
+
+    def raise_if_any(self) -> None:
+        if not self.items:
+            return
+        lines = [t for _, _, t in sorted(self.items)]
+        count = len(lines)
+        raise ConfigError(
+            f"{self.file}: {count} problem{'s' if count != 1 else ''} in the KfDef",
+            details=lines,
+            hint="fix the fields named above; `kfctl init --help` shows a valid KfDef",
+        )
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f' (did you mean "{close[0]}"?)' if close else ""
+
+
+def load_kfdef(path: Path, catalog: Catalog) -> KfDef:
+    """Read, validate and resolve ``path``. Raises ConfigError listing every problem."""
+    display = str(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError as e:
+        raise ConfigError(f"{display}: no such file", hint="create one with `kfctl init APPDIR --platform kind`") from e
+    except OSError as e:
+        raise ConfigError(f"{display}: cannot read: {e.strerror or e}") from e
+    if len(raw) > MAX_BYTES:
+        raise ConfigError(f"{display}: file is larger than {MAX_BYTES // (1024 * 1024)} MiB; not a KfDef")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{display}: not UTF-8 text (byte {e.start})") from e
+    return parse_kfdef(text, path=path, catalog=catalog)
+
+
+def parse_kfdef(text: str, *, path: Path, catalog: Catalog) -> KfDef:
+    display = str(path)
+    try:
+        docs = load_located(text)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        where = f"{display}:{mark.line + 1}:{mark.column + 1}" if mark else display
+        raise ConfigError(f"{where}: invalid YAML: {e.problem or e.context}") from e
+    except (yaml.YAMLError, RecursionError, ValueError, TypeError, OverflowError) as e:
+        raise ConfigError(f"{display}: invalid YAML: {e}") from e
+    docs = [d for d in docs if d.value is not None]
+    if len(docs) != 1:
+        raise ConfigError(f"{display}: expected exactly one YAML document (a KfDef), found {len(docs)}")
+    doc = docs[0]
+    problems = Problems(display, doc)
+    for p, message in doc.problems:
+        problems.add(p, message)
+    if not isinstance(doc.value, dict):
+        problems.add((), f"a KfDef must be a mapping, got {_type_name(doc.value)}")
+        problems.raise_if_any()
+    kfdef = _Validator(problems, catalog, path).run(doc.value)
+    problems.raise_if_any()
+    assert kfdef is not None
+    return kfdef
+
+
+def _type_name(value: Any) -> str:
+    return {
+        dict: "a mapping",
+        list: "a list",
+        str: "a string",
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        type(None): "nothing (null)",
+    }.get(type(value), type(value).__name__)
+
+
+class _Validator:
+    def __init__(self, problems: Problems, catalog: Catalog, path: Path) -> None:
+        self.p = problems
+        self.catalog = catalog
+        self.path = path
+
+    # -- shape helpers -------------------------------------------------------------------------------
+
+    def keys(self, value: Mapping[str, Any], allowed: tuple[str, ...], path: FieldPath) -> None:
+        for key in value:
+            if key not in allowed:
+                self.p.add((*path, key), f'unknown field "{key}"', choices=allowed, bad=key)
+
+    def mapping(self, parent: Mapping[str, Any], key: str, path: FieldPath) -> dict[str, Any] | None:
+        value = parent.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            self.p.add((*path, key), f"must be a mapping, got {_type_name(value)}")
+            return None
+        return value
+
+    def seq(self, parent: Mapping[str, Any], key: str, path: FieldPath) -> list[Any]:
+        value = parent.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            self.p.add((*path, key), f"must be a list, got {_type_name(value)}")
+            return []
+        return value
+
+    def string(self, parent: Mapping[str, Any], key: str, path: FieldPath, *, required: bool = False) -> str | None:
+        value = parent.get(key)
+        if value is None or value == "":
+            if required:
+                self.p.add((*path, key) if key in parent else path, f"{key} is required")
+            return None
+        if not isinstance(value, str):
+            self.p.add((*path, key), f"must be a string, got {_type_name(value)}")
+            return None
+        return value
+
+    def items(self, parent: Mapping[str, Any], key: str, path: FieldPath) -> Iterable[tuple[FieldPath, dict[str, Any]]]:
+        for i, item in enumerate(self.seq(parent, key, path)):
+            ipath = (*path, key, i)
+            if not isinstance(item, dict):
+                self.p.add(ipath, f"must be a mapping, got {_type_name(item)}")
+                continue
+            yield ipath, item
+
+    # -- the document --------------------------------------------------------------------------------
+
+    def run(self, doc: dict[str, Any]) -> KfDef | None:
+        self.keys(doc, TOP_KEYS, ())
+        api_version = self.api_version(doc)
+        kind = doc.get("kind")
+        if kind != "KfDef":
+            self.p.add(("kind",) if "kind" in doc else (), f'kind must be "KfDef", got {kind!r}')
+        meta = self.mapping(doc, "metadata", ()) or {}
+        if "metadata" not in doc:
+            self.p.add((), "metadata is required (metadata.name names this platform)")
+        else:
+            self.keys(meta, METADATA_KEYS, ("metadata",))
+        name = self.string(meta, "name", ("metadata",), required="metadata" in doc) or ""
+        if name and not _DNS_LABEL.match(name):
+            self.p.add(("metadata", "name"), f"{name!r} must be a DNS label (lowercase letters, digits, '-')")
+        namespace = self.string(meta, "namespace", ("metadata",)) or "kubeflow"
+        spec = self.mapping(doc, "spec", ()) or {}
+        if "spec" not in doc:
+            self.p.add((), "spec is required (spec.applications lists what to install)")
+        self.keys(spec, SPEC_KEYS, ("spec",))
+        version = spec.get("version", "")
+        if not isinstance(version, str):
+            version = str(version)
+        repos = self.repos(spec)
+        plugins = self.plugins(spec)
+        platform = self.platform(spec, plugins)
+        apps = self.applications(spec, repos, platform)
+        platform_params = self.platform_parameters(platform, plugins)
+        return KfDef(
+            path=self.path,
+            api_version=api_version,
+            name=name,
+            namespace=namespace,
+            platform=platform,
+            version=version,
+            applications=tuple(apps),
+            repos=tuple(repos.values()),
+            plugins=tuple(plugins),
+            platform_parameters=platform_params,
+        )
+
+    def api_version(self, doc: Mapping[str, Any]) -> str:
+        value = doc.get("apiVersion")
+        supported = [f"{API_GROUP}/{v}" for v in SUPPORTED_VERSIONS]
+        if value == f"{API_GROUP}/v1alpha1":
+            self.p.add(("apiVersion",), "v1alpha1 is no longer supported; " + V1ALPHA1_HINT)
+        elif not isinstance(value, str) or value not in supported:
+            self.p.add(
+                ("apiVersion",) if "apiVersion" in doc else (),
+                f"apiVersion must be one of {', '.join(supported)}, got {value!r}",
+            )
+        return value if isinstance(value, str) else ""
+
+    def repos(self, spec: Mapping[str, Any]) -> dict[str, Repo]:
+        repos: dict[str, Repo] = {}
+        for path, item in self.items(spec, "repos", ("spec",)):
+            self.keys(item, REPO_KEYS, path)
+            name = self.string(item, "name", path, required=True)
+            uri = self.string(item, "uri", path, required=True)
+            sha = self.string(item, "sha256", path)
+            ref = self.string(item, "ref", path)
+            if sha is not None and not re.fullmatch(r"[0-9a-f]{64}", sha):
+                self.p.add((*path, "sha256"), "must be 64 lowercase hex digits")
+            if name is None or uri is None:
+                continue
+            if name in repos:
+                self.p.add((*path, "name"), f'repo "{name}" is defined twice')
+                continue
+            repos[name] = Repo(name=name, uri=uri, sha256=sha, ref=ref)
+        return repos
+
+    def plugins(self, spec: Mapping[str, Any]) -> list[Plugin]:
+        plugins: list[Plugin] = []
+        for path, item in self.items(spec, "plugins", ("spec",)):
+            self.keys(item, PLUGIN_KEYS, path)
+            kind = self.string(item, "kind", path, required=True)
+            meta = self.mapping(item, "metadata", path) or {}
+            pspec = self.mapping(item, "spec", path) or {}
+            name = str(meta.get("name") or item.get("name") or "")
+            if kind:
+                plugins.append(Plugin(kind=kind, name=name, spec=pspec))
+        return plugins
+
+    def platform(self, spec: Mapping[str, Any], plugins: list[Plugin]) -> str:
+        names = self.catalog.platforms
+        value = self.string(spec, "platform", ("spec",))
+        if value is not None:
+            if value not in names:
+                self.p.add(
+                    ("spec", "platform"),
+                    f'unknown platform "{value}"; known: {", ".join(sorted(names))}',
+                    choices=names,
+                    bad=value,
+                )
+                return "generic"
+            return value
+        by_plugin = {p.plugin: p.name for p in names.values() if p.plugin}
+        for plugin in plugins:
+            if plugin.kind in by_plugin:
+                return by_plugin[plugin.kind]
+        return "generic"
+
+    def applications(self, spec: Mapping[str, Any], repos: dict[str, Repo], platform: str) -> list[Application]:
+        if "applications" not in spec and isinstance(spec, dict) and spec:
+            self.p.add(("spec",), "spec.applications is required (the components to install)")
+        apps: list[Application] = []
+        seen: dict[str, FieldPath] = {}
+        pending_deps: list[tuple[FieldPath, str, tuple[str, ...]]] = []
+        for path, item in self.items(spec, "applications", ("spec",)):
+            self.keys(item, APP_KEYS, path)
+            name = self.string(item, "name", path, required=True)
+            if name is None:
+                continue
+            if not _DNS_LABEL.match(name):
+                self.p.add((*path, "name"), f"{name!r} must be a DNS label (lowercase letters, digits, '-')")
+            if name in seen:
+                first = self.p.doc.at(seen[name])
+                self.p.add((*path, "name"), f'application "{name}" is defined twice (first at line {first.line})')
+                continue
+            seen[name] = (*path, "name")
+            app = self.application(path, item, name, repos, platform)
+            if app is not None:
+                apps.append(app)
+                pending_deps.append((path, name, app.depends_on))
+        self.dependencies(apps, pending_deps)
+        return apps
+
+    def application(
+        self, path: FieldPath, item: dict[str, Any], name: str, repos: dict[str, Repo], platform: str
+    ) -> Application | None:
+        enabled = item.get("enabled", True)
+        if not isinstance(enabled, bool):
+            self.p.add((*path, "enabled"), f"must be true or false, got {_type_name(enabled)}")
+            enabled = True
+        depends_on: list[str] = []
+        for i, dep in enumerate(self.seq(item, "dependsOn", path)):
+            if not isinstance(dep, str):
+                self.p.add((*path, "dependsOn", i), f"must be an application name, got {_type_name(dep)}")
+            else:
+                depends_on.append(dep)
+        kc = self.mapping(item, "kustomizeConfig", path) or {}
+        kpath = (*path, "kustomizeConfig")
+        self.keys(kc, KCONFIG_KEYS, kpath)
+        repo, repo_path = self.repo_ref(kc, kpath, name, repos)
+        component = self.component(repo, repo_path, (*kpath, "repoRef", "path") if "repoRef" in kc else (*path, "name"))
+        overlays = self.overlays(kc, kpath)
+        if component and enabled:
+            comp = self.catalog.components[component]
+            if comp.platforms and platform not in comp.platforms:
+                self.p.add(
+                    (*path, "name"),
+                    f'component "{component}" does not support platform "{platform}" '
+                    f"(supported: {', '.join(comp.platforms)})",
+                )
+        params = self.parameters(kc, kpath, component, overlays)
+        if repo is None:
+            return None
+        return Application(
+            name=name,
+            repo=repo,
+            path=repo_path,
+            component=component,
+            overlays=tuple(overlays),
+            parameters=params,
+            depends_on=tuple(depends_on),
+            enabled=enabled,
+        )
+
+    def repo_ref(
+        self, kc: Mapping[str, Any], kpath: FieldPath, name: str, repos: dict[str, Repo]
+    ) -> tuple[Repo | None, str]:
+        ref = self.mapping(kc, "repoRef", kpath)
+        if ref is None:
+            return BUILTIN_REPO, f"manifests/{name}"
+        rpath = (*kpath, "repoRef")
+        self.keys(ref, REPOREF_KEYS, rpath)
+        repo_name = self.string(ref, "name", rpath, required=True)
+        repo_path = self.string(ref, "path", rpath) or ""
+        if repo_name is None:
+            return None, repo_path
+        if repo_name in repos:
+            return repos[repo_name], repo_path
+        if repo_name == BUILTIN_REPO.name and not repos:
+            return BUILTIN_REPO, repo_path
+        self.p.add(
+            (*rpath, "name"),
+            f'repo "{repo_name}" is not defined in spec.repos',
+            choices=repos,
+            bad=repo_name,
+        )
+        return None, repo_path
+
+    def component(self, repo: Repo | None, repo_path: str, where: FieldPath) -> str | None:
+        if repo is None or not repo.builtin:
+            return None
+        parts = [p for p in repo_path.strip("/").split("/") if p]
+        if len(parts) == 2 and parts[0] == "manifests":
+            name = parts[1]
+        elif len(parts) == 1:
+            name = parts[0]
+        else:
+            self.p.add(where, f'path "{repo_path}" in the built-in catalog must be manifests/<component>')
+            return None
+        if name in self.catalog.components:
+            return name
+        if name.lower() in REMOVED_COMPONENTS:
+            self.p.add(where, f'component "{name}" is not available: {REMOVED_COMPONENTS[name.lower()]}')
+            return None
+        self.p.add(
+            where,
+            f'unknown component "{name}"; known: {", ".join(sorted(self.catalog.components))}',
+            choices=self.catalog.components,
+            bad=name,
+        )
+        return None
+
+    def overlays(self, kc: Mapping[str, Any], kpath: FieldPath) -> list[str]:
+        out: list[str] = []
+        for i, overlay in enumerate(self.seq(kc, "overlays", kpath)):
+            opath = (*kpath, "overlays", i)
+            if not isinstance(overlay, str):
+                self.p.add(opath, f"must be an overlay name, got {_type_name(overlay)}")
+            elif overlay not in self.catalog.overlays:
+                self.p.add(
+                    opath,
+                    f'unknown overlay "{overlay}"; known: {", ".join(sorted(self.catalog.overlays))}',
+                    choices=self.catalog.overlays,
+                    bad=overlay,
+                )
+            elif overlay in out:
+                self.p.add(opath, f'overlay "{overlay}" is listed twice')
+            else:
+                out.append(overlay)
+        return out
+
+    def parameters(
+        self, kc: Mapping[str, Any], kpath: FieldPath, component: str | None, overlays: list[str]
+    ) -> dict[str, Any]:
+        declared: dict[str, ParameterSpec] = {}
+        if component:
+            declared.update(self.catalog.components[component].parameters)
+        for overlay in overlays:
+            declared.update(self.catalog.overlays[overlay].parameters)
+        values: dict[str, Any] = {}
+        for path, item in self.items(kc, "parameters", kpath):
+            self.keys(item, PARAM_KEYS, path)
+            pname = self.string(item, "name", path, required=True)
+            if pname is None:
+                continue
+            if pname in values:
+                self.p.add((*path, "name"), f'parameter "{pname}" is set twice')
+                continue
+            spec = declared.get(pname)
+            owner = f'component "{component}"' if component else "this application"
+            if spec is None:
+                known = ", ".join(sorted(declared)) or "none"
+                self.p.add(
+                    (*path, "name"),
+                    f'{owner} has no parameter "{pname}" (its parameters: {known})',
+                    choices=declared,
+                    bad=pname,
+                )
+                continue
+            if "value" not in item:
+                self.p.add(path, f'parameter "{pname}" needs a value')
+                continue
+            ok, value = coerce(item["value"], spec)
+            if not ok:
+                self.p.add((*path, "value"), f'parameter "{pname}" must be {spec.type}, got {item["value"]!r}')
+                continue
+            values[pname] = value
+        for pname, spec in sorted(declared.items()):
+            if spec.required and pname not in values:
+                self.p.add(kpath if kc else kpath[:-1], f'required parameter "{pname}" is not set ({spec.description})')
+        return values
+
+    def dependencies(self, apps: list[Application], pending: list[tuple[FieldPath, str, tuple[str, ...]]]) -> None:
+        by_name = {a.name: a for a in apps}
+        enabled_components = {a.component for a in apps if a.enabled and a.component}
+        for path, name, deps in pending:
+            for i, dep in enumerate(deps):
+                if dep not in by_name:
+                    self.p.add((*path, "dependsOn", i), f'no application named "{dep}"', choices=by_name, bad=dep)
+                elif dep == name:
+                    self.p.add((*path, "dependsOn", i), "an application cannot depend on itself")
+            app = by_name.get(name)
+            if app is None or not app.enabled or not app.component:
+                continue
+            for needed in self.catalog.components[app.component].depends_on:
+                if needed not in enabled_components:
+                    self.p.add(
+                        (*path, "name"),
+                        f'component "{app.component}" needs component "{needed}", which no enabled '
+                        "application installs; add it to spec.applications",
+                    )
+
+    def platform_parameters(self, platform: str, plugins: list[Plugin]) -> dict[str, Any]:
+        spec = self.catalog.platforms.get(platform)
+        if spec is None:
+            return {}
+        plugin = next((p for p in plugins if spec.plugin and p.kind == spec.plugin), None)
+        given = plugin.spec if plugin else {}
+        values: dict[str, Any] = {}
+        for pname, pspec in sorted(spec.parameters.items()):
+            if pname in given and given[pname] not in (None, ""):
+                ok, value = coerce(given[pname], pspec)
+                if ok:
+                    values[pname] = value
+                else:
+                    self.p.add(("spec", "plugins"), f"{spec.plugin}.spec.{pname} must be {pspec.type}")
+            elif pspec.required:
+                self.p.add(
+                    ("spec", "plugins") if plugins else ("spec",),
+                    f'platform "{platform}" requires parameter "{pname}" in the spec of a '
+                    f"{spec.plugin} plugin ({pspec.description})",
+                )
+        return values
+
+
+def coerce(value: Any, spec: ParameterSpec) -> tuple[bool, Any]:
+    """Accept a value of the declared type, or a string that spells one (KfDef values are often quoted)."""
+    if spec.type == "integer":
+        if isinstance(value, bool):
+            return False, value
+        if isinstance(value, int):
+            return True, value
+        if isinstance(value, str) and re.fullmatch(r"-?[0-9]+", value.strip()):
+            return True, int(value)
+        return False, value
+    if spec.type == "boolean":
+        if isinstance(value, bool):
+            return True, value
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            return True, value.strip().lower() == "true"
+        return False, value
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return True, str(value)
+    return False, value

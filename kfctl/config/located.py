@@ -1,0 +1,92 @@
+"""YAML to plain Python values, remembering where each value came from.
+
+The loader needs file:line:column for every field it complains about, which ``yaml.safe_load`` forgets.
+We compose the node graph with the safe loader (no tags beyond YAML's core schema are constructed) and
+convert it ourselves, recording the position of every mapping key and value by its field path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+Path = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Position:
+    line: int  # 1-based
+    column: int  # 1-based
+
+
+@dataclass
+class Located:
+    """A document as plain values, with the position of every path (keys and list items)."""
+
+    value: Any
+    positions: dict[Path, Position] = field(default_factory=dict)
+    problems: list[tuple[Path, str]] = field(default_factory=list)
+
+    def at(self, path: Path) -> Position:
+        """The position of ``path``, or of its nearest ancestor that has one."""
+        while path not in self.positions and path:
+            path = path[:-1]
+        return self.positions.get(path, Position(1, 1))
+
+
+def _pos(node: yaml.Node) -> Position:
+    return Position(node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+def load_located(text: str) -> list[Located]:
+    """Parse every document of ``text``. Raises yaml.YAMLError on syntax errors."""
+    loader = yaml.SafeLoader(text)
+    docs: list[Located] = []
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:  # pragma: no cover - check_node said there is one
+                continue
+            doc = Located(value=None)
+            doc.value = _convert(node, (), doc, loader)
+            docs.append(doc)
+    finally:
+        loader.dispose()
+    return docs
+
+
+def _convert(node: yaml.Node, path: Path, doc: Located, loader: yaml.SafeLoader) -> Any:
+    doc.positions.setdefault(path, _pos(node))
+    if isinstance(node, yaml.MappingNode):
+        loader.flatten_mapping(node)  # resolves YAML merge keys (<<)
+        out: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            key = loader.construct_object(key_node, deep=True)
+            if not isinstance(key, str):
+                doc.problems.append((path, f"mapping key {key!r} must be a string"))
+                key = str(key)
+            child = (*path, key)
+            if key in out:
+                doc.positions[child] = _pos(key_node)
+                doc.problems.append((child, f"key {key!r} appears twice"))
+                continue
+            doc.positions[child] = _pos(key_node)
+            out[key] = _convert(value_node, child, doc, loader)
+            # Keep the key's position (more useful than the value's) for messages about the field.
+            doc.positions[child] = _pos(key_node)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_convert(item, (*path, i), doc, loader) for i, item in enumerate(node.value)]
+    return loader.construct_object(node, deep=True)
+
+
+def format_path(path: Path) -> str:
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else part
+    return out or "(document)"

@@ -1,0 +1,67 @@
+"""The KfDef as typed values, after validation. kfctl never writes these back to the user's file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BUILTIN_URI = "kfctl://catalog"
+API_GROUP = "kfdef.apps.kubeflow.org"
+SUPPORTED_VERSIONS = ("v1", "v1beta1")
+
+
+@dataclass(frozen=True)
+class Repo:
+    name: str
+    uri: str
+    sha256: str | None = None
+    ref: str | None = None
+
+    @property
+    def builtin(self) -> bool:
+        return self.uri == BUILTIN_URI
+
+
+BUILTIN_REPO = Repo(name="manifests", uri=BUILTIN_URI)
+
+
+@dataclass(frozen=True)
+class Application:
+    name: str
+    repo: Repo
+    path: str  # inside the repo
+    component: str | None  # the catalog component, when the repo is the built-in catalog
+    overlays: tuple[str, ...] = ()
+    parameters: dict[str, Any] = field(default_factory=dict)
+    depends_on: tuple[str, ...] = ()
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
+class Plugin:
+    kind: str
+    name: str
+    spec: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class KfDef:
+    path: Path
+    api_version: str
+    name: str
+    namespace: str
+    platform: str
+    version: str
+    applications: tuple[Application, ...]
+    repos: tuple[Repo, ...]
+    plugins: tuple[Plugin, ...]
+    # Values of the platform's parameters, taken from its plugin's spec.
+    platform_parameters: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def app_dir(self) -> Path:
+        return self.path.parent
+
+    def enabled_applications(self) -> tuple[Application, ...]:
+        return tuple(a for a in self.applications if a.enabled)

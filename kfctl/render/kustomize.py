@@ -1,0 +1,99 @@
+"""The one caller of the kustomize binary.
+
+Finds ``kustomize`` (v5 or newer) or falls back to ``kubectl kustomize``; checks the version; passes
+arguments as a list (never a shell); bounds the run time; on failure raises RenderError naming the
+application, the directory and the tail of kustomize's stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from kfctl.errors import RenderError
+
+MIN_MAJOR = 5
+INSTALL_HINT = (
+    "install kustomize v5 (the README's setup command does it) or kubectl ≥ 1.27, which embeds it, "
+    "and make sure it is on PATH"
+)
+
+
+@dataclass(frozen=True)
+class Kustomize:
+    argv: tuple[str, ...]  # the command prefix that takes a directory: ("kustomize", "build")
+    version: str  # "v5.5.0"
+
+    def describe(self) -> str:
+        return f"{' '.join(self.argv[:-1] if self.argv[-1] == 'build' else self.argv)} {self.version}"
+
+
+def _run(argv: list[str], *, timeout: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def _major(version: str) -> int:
+    m = re.search(r"v?(\d+)\.(\d+)", version)
+    return int(m.group(1)) if m else 0
+
+
+def find_kustomize(*, timeout: float = 20.0) -> Kustomize:
+    """Locate a usable kustomize; RenderError with an install hint when there is none."""
+    seen: list[str] = []
+    exe = shutil.which("kustomize")
+    if exe:
+        try:
+            out = _run([exe, "version"], timeout=timeout)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise RenderError(f"{exe} version: {e}", hint=INSTALL_HINT) from e
+        version = _version_in(out.stdout + out.stderr)
+        if _major(version) >= MIN_MAJOR:
+            return Kustomize((exe, "build"), version)
+        seen.append(f"{exe} is {version or 'of unknown version'}")
+    kubectl = shutil.which("kubectl")
+    if kubectl:
+        try:
+            out = _run([kubectl, "version", "--client", "-o", "json"], timeout=timeout)
+            data = json.loads(out.stdout or "{}")
+        except (OSError, subprocess.TimeoutExpired, ValueError) as e:
+            raise RenderError(f"{kubectl} version: {e}", hint=INSTALL_HINT) from e
+        version = str(data.get("kustomizeVersion", ""))
+        if _major(version) >= MIN_MAJOR:
+            return Kustomize((kubectl, "kustomize"), version)
+        seen.append(f"{kubectl} embeds kustomize {version or 'of unknown version'}")
+    found = "; ".join(seen) if seen else "neither kustomize nor kubectl is on PATH"
+    raise RenderError(f"no kustomize v{MIN_MAJOR}+ found ({found})", hint=INSTALL_HINT)
+
+
+def _version_in(text: str) -> str:
+    m = re.search(r"v?\d+\.\d+\.\d+", text)
+    if not m:
+        return ""
+    v = m.group(0)
+    return v if v.startswith("v") else f"v{v}"
+
+
+def build(k: Kustomize, directory: Path, *, app: str, display: str, timeout: float = 120.0) -> str:
+    """``kustomize build directory``; the YAML stream on success. ``display`` names it in errors."""
+    argv = [*k.argv, str(directory)]
+    try:
+        out = _run(argv, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        raise RenderError(
+            f"application {app}: kustomize build {display} did not finish within {timeout:.0f}s",
+            hint="a remote base may be unreachable; check the kustomization's resources",
+        ) from e
+    except OSError as e:
+        raise RenderError(f"application {app}: cannot run {argv[0]}: {e}", hint=INSTALL_HINT) from e
+    if out.returncode != 0:
+        tail = "\n".join(out.stderr.strip().splitlines()[-8:]) or f"exit code {out.returncode}"
+        raise RenderError(
+            f"application {app}: kustomize build {display} failed",
+            details=tail.splitlines(),
+            hint="fix the kustomization named above (or the files it refers to) and re-run",
+        )
+    return out.stdout
