@@ -61,9 +61,15 @@ class Problems:
     doc: Located
     items: list[tuple[int, int, str]] = field(default_factory=list)
 
-    def add(self, path: FieldPath, message: str, *, choices: Iterable[str] = (), bad: str = "") -> None:
+    def add(
+        self, path: FieldPath, message: str, *, choices: Iterable[str] = (), bad: str = "", known: bool = False
+    ) -> None:
+        """Record a problem; with ``bad``, suggest the nearest of ``choices`` (or list them all if ``known``)."""
         pos = self.doc.at(path)
+        choices = sorted(choices)
         hint = did_you_mean(bad, choices) if bad else ""
+        if known and not hint:
+            hint = f"; known: {', '.join(choices) or 'none'}"
         text = f"{self.file}:{pos.line}:{pos.column} {format_path(path)}: {message}{hint}"
         self.items.append((pos.line, pos.column, text))
 
@@ -80,7 +86,7 @@ class Problems:
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.5)
     return f' (did you mean "{close[0]}"?)' if close else ""
 
 
@@ -145,6 +151,7 @@ class _Validator:
         self.p = problems
         self.catalog = catalog
         self.path = path
+        self.plugin_paths: list[FieldPath] = []  # where each accepted plugin sits, for messages
 
     # -- shape helpers -------------------------------------------------------------------------------
 
@@ -203,7 +210,7 @@ class _Validator:
             self.p.add((), "metadata is required (metadata.name names this platform)")
         else:
             self.keys(meta, METADATA_KEYS, ("metadata",))
-        name = self.string(meta, "name", ("metadata",), required="metadata" in doc) or ""
+        name = self.string(meta, "name", ("metadata",), required=isinstance(doc.get("metadata"), dict)) or ""
         if name and not _DNS_LABEL.match(name):
             self.p.add(("metadata", "name"), f"{name!r} must be a DNS label (lowercase letters, digits, '-')")
         namespace = self.string(meta, "namespace", ("metadata",)) or "kubeflow"
@@ -271,6 +278,7 @@ class _Validator:
             pspec = self.mapping(item, "spec", path) or {}
             name = str(meta.get("name") or item.get("name") or "")
             if kind:
+                self.plugin_paths.append(path)
                 plugins.append(Plugin(kind=kind, name=name, spec=pspec))
         return plugins
 
@@ -281,9 +289,10 @@ class _Validator:
             if value not in names:
                 self.p.add(
                     ("spec", "platform"),
-                    f'unknown platform "{value}"; known: {", ".join(sorted(names))}',
+                    f'unknown platform "{value}"',
                     choices=names,
                     bad=value,
+                    known=True,
                 )
                 return "generic"
             return value
@@ -345,7 +354,9 @@ class _Validator:
                     f'component "{component}" does not support platform "{platform}" '
                     f"(supported: {', '.join(comp.platforms)})",
                 )
-        params = self.parameters(kc, kpath, component, overlays)
+        # An unknown component was reported already; its parameters cannot be checked.
+        unresolved = repo is None or (repo.builtin and component is None)
+        params = {} if unresolved else self.parameters(kc, kpath, component, overlays, enabled=enabled)
         if repo is None:
             return None
         return Application(
@@ -401,9 +412,10 @@ class _Validator:
             return None
         self.p.add(
             where,
-            f'unknown component "{name}"; known: {", ".join(sorted(self.catalog.components))}',
+            f'unknown component "{name}"',
             choices=self.catalog.components,
             bad=name,
+            known=True,
         )
         return None
 
@@ -416,9 +428,10 @@ class _Validator:
             elif overlay not in self.catalog.overlays:
                 self.p.add(
                     opath,
-                    f'unknown overlay "{overlay}"; known: {", ".join(sorted(self.catalog.overlays))}',
+                    f'unknown overlay "{overlay}"',
                     choices=self.catalog.overlays,
                     bad=overlay,
+                    known=True,
                 )
             elif overlay in out:
                 self.p.add(opath, f'overlay "{overlay}" is listed twice')
@@ -427,7 +440,7 @@ class _Validator:
         return out
 
     def parameters(
-        self, kc: Mapping[str, Any], kpath: FieldPath, component: str | None, overlays: list[str]
+        self, kc: Mapping[str, Any], kpath: FieldPath, component: str | None, overlays: list[str], *, enabled: bool
     ) -> dict[str, Any]:
         declared: dict[str, ParameterSpec] = {}
         if component:
@@ -446,12 +459,12 @@ class _Validator:
             spec = declared.get(pname)
             owner = f'component "{component}"' if component else "this application"
             if spec is None:
-                known = ", ".join(sorted(declared)) or "none"
                 self.p.add(
                     (*path, "name"),
-                    f'{owner} has no parameter "{pname}" (its parameters: {known})',
+                    f'{owner} has no parameter "{pname}"',
                     choices=declared,
                     bad=pname,
+                    known=True,
                 )
                 continue
             if "value" not in item:
@@ -463,7 +476,7 @@ class _Validator:
                 continue
             values[pname] = value
         for pname, spec in sorted(declared.items()):
-            if spec.required and pname not in values:
+            if enabled and spec.required and pname not in values:
                 self.p.add(kpath if kc else kpath[:-1], f'required parameter "{pname}" is not set ({spec.description})')
         return values
 
@@ -491,8 +504,9 @@ class _Validator:
         spec = self.catalog.platforms.get(platform)
         if spec is None:
             return {}
-        plugin = next((p for p in plugins if spec.plugin and p.kind == spec.plugin), None)
-        given = plugin.spec if plugin else {}
+        index = next((i for i, p in enumerate(plugins) if spec.plugin and p.kind == spec.plugin), None)
+        given = plugins[index].spec if index is not None else {}
+        where = self.plugin_paths[index] + ("spec",) if index is not None else ("spec",)
         values: dict[str, Any] = {}
         for pname, pspec in sorted(spec.parameters.items()):
             if pname in given and given[pname] not in (None, ""):
@@ -500,10 +514,10 @@ class _Validator:
                 if ok:
                     values[pname] = value
                 else:
-                    self.p.add(("spec", "plugins"), f"{spec.plugin}.spec.{pname} must be {pspec.type}")
+                    self.p.add((*where, pname), f"must be {pspec.type}, got {given[pname]!r}")
             elif pspec.required:
                 self.p.add(
-                    ("spec", "plugins") if plugins else ("spec",),
+                    where,
                     f'platform "{platform}" requires parameter "{pname}" in the spec of a '
                     f"{spec.plugin} plugin ({pspec.description})",
                 )

@@ -17,6 +17,8 @@ from pathlib import Path
 from kfctl.errors import RenderError
 
 MIN_MAJOR = 5
+# kubectl prefixes its log lines ("E1122 04:55:53.918378   16164 run.go:72] "); the message is what matters.
+_KLOG_PREFIX = re.compile(r"^[EWIF]\d{4} [\d:.]+\s+\d+ \S+\] ")
 INSTALL_HINT = (
     "install kustomize v5 (the README's setup command does it) or kubectl ≥ 1.27, which embeds it, "
     "and make sure it is on PATH"
@@ -90,7 +92,8 @@ def build(k: Kustomize, directory: Path, *, app: str, display: str, timeout: flo
     except OSError as e:
         raise RenderError(f"application {app}: cannot run {argv[0]}: {e}", hint=INSTALL_HINT) from e
     if out.returncode != 0:
-        tail = "\n".join(out.stderr.strip().splitlines()[-8:]) or f"exit code {out.returncode}"
+        lines = [_KLOG_PREFIX.sub("", line) for line in out.stderr.strip().splitlines()]
+        tail = "\n".join(lines[-8:]) or f"exit code {out.returncode}"
         raise RenderError(
             f"application {app}: kustomize build {display} failed",
             details=tail.splitlines(),

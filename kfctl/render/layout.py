@@ -94,6 +94,8 @@ def plan_application(kfdef: KfDef, catalog: Catalog, app: Application, *, images
         inner = PurePosixPath(app.path.strip("/")) if app.path.strip("/") else PurePosixPath()
         resources.append(f"{up}{dest / inner}" if str(inner) != "." else f"{up}{dest}")
     for overlay_name in app.overlays:
+        if overlay_name == MIRROR_OVERLAY:
+            continue  # realised as kustomize `images` below, not as a Component
         overlay = catalog.overlays[overlay_name]
         odest = PurePosixPath("vendor/overlays", overlay.name)
         layout.vendor.append(VendorCopy(overlay.path, odest))

@@ -1,0 +1,23 @@
+"""Shared fixtures: a small fixed catalog for loader/render tests, and the real one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kfctl.catalog.load import load_catalog
+from kfctl.catalog.model import Catalog
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def catalog() -> Catalog:
+    """A tiny catalog with fixed content, so loader messages do not move when the real catalog grows."""
+    return load_catalog(FIXTURES / "catalog")
+
+
+@pytest.fixture(scope="session")
+def real_catalog() -> Catalog:
+    return load_catalog()

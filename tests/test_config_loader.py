@@ -1,0 +1,316 @@
+"""The KfDef loader, as a specification: a KfDef in, the exact model or the exact messages out."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kfctl.catalog.model import Catalog
+from kfctl.config.loader import load_kfdef, parse_kfdef
+from kfctl.config.model import BUILTIN_URI
+from kfctl.errors import ConfigError
+
+HEAD = """\
+apiVersion: kfdef.apps.kubeflow.org/v1
+kind: KfDef
+metadata:
+  name: demo
+spec:
+"""
+
+
+def kfdef(body: str, head: str = HEAD) -> str:
+    return head + textwrap.indent(textwrap.dedent(body), "  ")
+
+
+def problems(text: str, catalog: Catalog) -> list[str]:
+    with pytest.raises(ConfigError) as info:
+        parse_kfdef(text, path=Path("kfdef.yaml"), catalog=catalog)
+    assert info.value.exit_code == 3
+    return info.value.details or [info.value.message]
+
+
+GOOD = [
+    pytest.param(
+        kfdef(
+            """\
+            platform: kind
+            repos:
+              - {name: manifests, uri: "kfctl://catalog"}
+            applications:
+              - name: common
+                kustomizeConfig:
+                  repoRef: {name: manifests, path: manifests/common}
+              - name: training-operator
+                kustomizeConfig:
+                  repoRef: {name: manifests, path: manifests/training-operator}
+                  overlays: [ha]
+                  parameters:
+                    - {name: replicas, value: "3"}
+                    - {name: enableMetrics, value: "false"}
+            """
+        ),
+        {
+            "platform": "kind",
+            "apps": {
+                "common": ("common", (), {}),
+                "training-operator": ("training-operator", ("ha",), {"replicas": 3, "enableMetrics": False}),
+            },
+        },
+        id="full-form-with-overlay-and-coerced-parameters",
+    ),
+    pytest.param(
+        kfdef(
+            """\
+            applications:
+              - name: common
+              - name: training-operator
+                dependsOn: [common]
+              - name: katib
+                enabled: false
+            """
+        ),
+        {
+            "platform": "generic",
+            "apps": {
+                "common": ("common", (), {}),
+                "training-operator": ("training-operator", (), {}),
+                "katib": ("katib", (), {}),
+            },
+        },
+        id="short-form-defaults-to-builtin-catalog-and-generic-platform",
+    ),
+    pytest.param(
+        kfdef(
+            """\
+            plugins:
+              - kind: KfAwsPlugin
+                metadata: {name: aws}
+                spec: {clusterName: prod, region: eu-west-1, roles: [x]}
+            applications:
+              - name: common
+            """,
+            head=HEAD.replace("v1\n", "v1beta1\n", 1),
+        ),
+        {"platform": "aws", "apps": {"common": ("common", (), {})}},
+        id="v1beta1-platform-inferred-from-plugin",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), GOOD)
+def test_good_kfdefs_load(text: str, expected: dict[str, object], catalog: Catalog) -> None:
+    k = parse_kfdef(text, path=Path("kfdef.yaml"), catalog=catalog)
+    assert k.platform == expected["platform"]
+    got = {a.name: (a.component, a.overlays, a.parameters) for a in k.applications}
+    assert got == expected["apps"]
+    assert all(a.repo.uri == BUILTIN_URI for a in k.applications)
+
+
+BAD = [
+    pytest.param(
+        kfdef(
+            """\
+            platfrom: kind
+            repos:
+              - {name: manifests, uri: "kfctl://catalog"}
+            applications:
+              - name: common
+                kustomizeConfig:
+                  repoRef: {name: manifest, path: manifests/common}
+              - name: training
+                kustomizeConfig:
+                  repoRef: {name: manifests, path: manifests/trainng-operator}
+            """
+        ),
+        [
+            'kfdef.yaml:6:3 spec.platfrom: unknown field "platfrom" (did you mean "platform"?)',
+            "kfdef.yaml:12:19 spec.applications[0].kustomizeConfig.repoRef.name: "
+            'repo "manifest" is not defined in spec.repos (did you mean "manifests"?)',
+            "kfdef.yaml:15:36 spec.applications[1].kustomizeConfig.repoRef.path: "
+            'unknown component "trainng-operator" (did you mean "training-operator"?)',
+        ],
+        id="three-mistakes-all-reported",
+    ),
+    pytest.param(
+        HEAD.replace("/v1\n", "/v1alpha1\n", 1) + "  applications: []\n",
+        [
+            "kfdef.yaml:1:1 apiVersion: v1alpha1 is no longer supported; kfdef.apps.kubeflow.org/v1alpha1 used "
+            "spec.components/componentParams/packages; rewrite each component as an entry of spec.applications[] "
+            "with kustomizeConfig.repoRef and parameters[], set apiVersion to kfdef.apps.kubeflow.org/v1, or start "
+            "from `kfctl init` (README: 'Migrating from v1alpha1')"
+        ],
+        id="v1alpha1-rejected-with-migration",
+    ),
+    pytest.param(
+        kfdef(
+            """\
+            applications:
+              - name: common
+              - name: common
+            """
+        ),
+        ['kfdef.yaml:8:7 spec.applications[1].name: application "common" is defined twice (first at line 7)'],
+        id="duplicate-application",
+    ),
+    pytest.param(
+        kfdef(
+            """\
+            applications:
+              - name: mxjob
+            """
+        ),
+        [
+            'kfdef.yaml:7:7 spec.applications[0].name: component "mxjob" is not available: MXJob was removed '
+            "upstream in training-operator v1.9.0 (Apache MXNet is retired); run MXNet workloads as a PyTorchJob or "
+            "a plain Job, or pin an older kfctl/training-operator"
+        ],
+        id="mxjob-removed-upstream",
+    ),
+    pytest.param(
+        kfdef(
+            """\
+            applications:
+              - name: pipelines
+            """
+        ),
+        [
+            'kfdef.yaml:7:7 spec.applications[0].name: unknown component "pipelines"; '
+            "known: cert-manager, common, katib, training-operator"
+        ],
+        id="unknown-component-without-near-name-lists-known",
+    ),
+    pytest.param(
+        kfdef(
+            """\
+            applications:
+              - name: common
+              - name: training-operator
+                kustomizeConfig:
+                  overlays: [hq, ha, ha]
+                  parameters:
+                    - {name: replica, value: 2}
+                    - {name: gangSchedulerName, value: [volcano]}
+                    - {name: enableMetrics, value: maybe}
+            """
+        ),
+        [
+            'kfdef.yaml:10:20 spec.applications[1].kustomizeConfig.overlays[0]: unknown overlay "hq" '
+            '(did you mean "ha"?)',
+            'kfdef.yaml:10:28 spec.applications[1].kustomizeConfig.overlays[2]: overlay "ha" is listed twice',
+            "kfdef.yaml:12:14 spec.applications[1].kustomizeConfig.parameters[0].name: "
+            'component "training-operator" has no parameter "replica" (did you mean "replicas"?)',
+            "kfdef.yaml:13:39 spec.applications[1].kustomizeConfig.parameters[1].value: "
+            "parameter \"gangSchedulerName\" must be string, got ['volcano']",
+            "kfdef.yaml:14:35 spec.applications[1].kustomizeConfig.parameters[2].value: "
+            "parameter \"enableMetrics\" must be boolean, got 'maybe'",
+        ],
+        id="overlays-and-parameters",
+    ),
+    pytest.param(
+        kfdef(
+            """\
+            applications:
+              - name: katib
+            """
+        ),
+        [
+            'kfdef.yaml:7:7 spec.applications[0].name: component "katib" needs component "cert-manager", which no '
+            "enabled application installs; add it to spec.applications",
+            'kfdef.yaml:7:7 spec.applications[0].name: component "katib" needs component "common", which no '
+            "enabled application installs; add it to spec.applications",
+            'kfdef.yaml:7:7 spec.applications[0].name: component "katib" needs component "training-operator", '
+            "which no enabled application installs; add it to spec.applications",
+            'kfdef.yaml:7:7 spec.applications[0]: required parameter "dbPassword" is not set (Required, no default.)',
+        ],
+        id="missing-required-parameter-and-dependencies",
+    ),
+    pytest.param(
+        kfdef(
+            """\
+            platform: aws
+            plugins:
+              - kind: KfAwsPlugin
+                spec: {region: eu-west-1}
+            applications:
+              - name: common
+                dependsOn: [comon]
+            """
+        ),
+        [
+            'kfdef.yaml:9:7 spec.plugins[0].spec: platform "aws" requires parameter "clusterName" in the spec of a '
+            "KfAwsPlugin plugin (EKS cluster name.)",
+            'kfdef.yaml:12:19 spec.applications[0].dependsOn[0]: no application named "comon" (did you mean "common"?)',
+        ],
+        id="missing-platform-parameter-and-bad-dependency",
+    ),
+    pytest.param(
+        kfdef(
+            """\
+            platform: openshift
+            applications:
+              - name: Common_1
+                enabled: "yes"
+            """
+        ),
+        [
+            'kfdef.yaml:6:3 spec.platform: unknown platform "openshift"; known: aws, generic, kind',
+            "kfdef.yaml:8:7 spec.applications[0].name: 'Common_1' must be a DNS label (lowercase letters, digits, '-')",
+            'kfdef.yaml:8:7 spec.applications[0].name: unknown component "Common_1" (did you mean "common"?)',
+            "kfdef.yaml:9:7 spec.applications[0].enabled: must be true or false, got a string",
+        ],
+        id="platform-name-and-enabled",
+    ),
+    pytest.param(
+        "apiVersion: kfdef.apps.kubeflow.org/v1\nkind: KfDef\nkind: KfDef\nmetadata: [a]\nspec: 3\n",
+        [
+            "kfdef.yaml:3:1 kind: key 'kind' appears twice",
+            "kfdef.yaml:4:1 metadata: must be a mapping, got a list",
+            "kfdef.yaml:5:1 spec: must be a mapping, got an integer",
+        ],
+        id="shape-errors",
+    ),
+    pytest.param("- just\n- a list\n", ["kfdef.yaml:1:1 (document): a KfDef must be a mapping, got a list"], id="list"),
+    pytest.param("a: [\n", None, id="syntax-error"),
+    pytest.param("", None, id="empty"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), BAD)
+def test_bad_kfdefs_report_every_problem(text: str, expected: list[str] | None, catalog: Catalog) -> None:
+    got = problems(text, catalog)
+    if expected is None:  # the single-message cases are checked in test_whole_file_errors
+        assert len(got) == 1
+    else:
+        assert got == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a: [\n", "kfdef.yaml:2:1: invalid YAML: expected the node content, but found '<stream end>'"),
+        ("", "kfdef.yaml: expected exactly one YAML document (a KfDef), found 0"),
+        ("a: 1\n---\nb: 2\n", "kfdef.yaml: expected exactly one YAML document (a KfDef), found 2"),
+    ],
+)
+def test_whole_file_errors(text: str, message: str, catalog: Catalog) -> None:
+    assert problems(text, catalog) == [message]
+
+
+def test_missing_file_says_how_to_create_one(tmp_path: Path, catalog: Catalog) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_kfdef(tmp_path / "kfdef.yaml", catalog)
+    assert info.value.message == f"{tmp_path / 'kfdef.yaml'}: no such file"
+    assert info.value.hint == "create one with `kfctl init APPDIR --platform kind`"
+
+
+def test_loader_never_writes_the_file(tmp_path: Path, catalog: Catalog) -> None:
+    path = tmp_path / "kfdef.yaml"
+    text = kfdef("applications:\n  - name: common\n")
+    path.write_text(text)
+    before = path.stat().st_mtime_ns
+    load_kfdef(path, catalog)
+    assert path.read_text() == text
+    assert path.stat().st_mtime_ns == before
