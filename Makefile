@@ -1,0 +1,52 @@
+# The two front-door commands (see README.md):
+#   make demo   set everything up, start a local cluster, install the platform with kfctl, show its health
+#   make test   set up, then ruff, mypy --strict and pytest (unit, component and end-to-end tests)
+# Everything is installed by the project itself: a virtualenv with kfctl and its dev tools, kustomize if the
+# machine has neither `kustomize` nor `kubectl kustomize`, and the local control plane's binaries.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+DEMO   ?= .work/demo
+# Binaries built by e2e/build-binaries (kustomize among them when the machine lacks one) go first on PATH.
+TOOLS  := $(shell e2e/build-binaries --print-bin-dir 2>/dev/null)
+export PATH := $(TOOLS):$(CURDIR)/$(BIN):$(PATH)
+export GOTOOLCHAIN := local
+
+.PHONY: setup tools demo demo-down test lint unit clean
+
+$(BIN)/.installed: pyproject.toml setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+tools:
+	e2e/build-binaries
+
+setup: $(BIN)/.installed tools
+
+demo: setup
+	e2e/cluster up
+	$(BIN)/kfctl init $(DEMO) --platform kind --force
+	$(BIN)/kfctl generate $(DEMO)
+	$(BIN)/kfctl apply $(DEMO) --kubeconfig "$$(e2e/cluster kubeconfig)"
+	$(BIN)/kfctl status $(DEMO) --kubeconfig "$$(e2e/cluster kubeconfig)"
+	@echo "The demo cluster keeps running; stop it with: make demo-down"
+
+demo-down:
+	e2e/cluster down
+
+lint: $(BIN)/.installed
+	$(BIN)/ruff check kfctl tests e2e bench
+	$(BIN)/ruff format --check kfctl tests e2e bench
+	$(BIN)/mypy kfctl
+
+unit: $(BIN)/.installed
+	$(BIN)/pytest -m "not e2e"
+
+test: setup lint
+	$(BIN)/pytest
+
+clean:
+	rm -rf $(VENV) .work

@@ -1,0 +1,148 @@
+"""The command line as a user meets it: exit codes, messages, files left alone."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kfctl import __version__
+from kfctl.catalog.model import Catalog
+from kfctl.cli.main import main
+from kfctl.config.loader import load_kfdef
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_version_text_and_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "version") == (0, f"kfctl {__version__}\n", "")
+    code, out, _ = run(capsys, "version", "-o", "json")
+    assert (code, json.loads(out)) == (0, {"version": __version__})
+
+
+@pytest.mark.parametrize("command", ["init", "generate", "build", "version"])
+def test_every_command_has_help_with_an_example(capsys: pytest.CaptureFixture[str], command: str) -> None:
+    code, out, _ = run(capsys, command, "--help")
+    assert code == 0
+    assert "Example" in out
+    for flag in ("--output", "--kubeconfig", "--context", "--verbose", "--quiet"):
+        assert flag in out
+
+
+def test_init_kind_writes_a_kfdef_the_loader_accepts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], real_catalog: Catalog
+) -> None:
+    app = tmp_path / "demo"
+    code, out, err = run(capsys, "init", str(app), "--platform", "kind")
+    assert (code, err) == (0, "")
+    assert out.startswith(f"Wrote {app / 'kfdef.yaml'} (platform kind): ")
+    kfdef = load_kfdef(app / "kfdef.yaml", real_catalog)
+    assert kfdef.platform == "kind"
+    assert {a.component for a in kfdef.applications} == set(real_catalog.platforms["kind"].default_components)
+    assert (app / ".gitignore").read_text().splitlines()[1] == ".cache/"
+    assert "# " in (app / "kfdef.yaml").read_text()  # commented for newcomers
+
+
+def test_second_init_refuses_and_leaves_the_file_byte_for_byte(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    app = tmp_path / "demo"
+    assert run(capsys, "init", str(app), "--platform", "kind")[0] == 0
+    (app / "kfdef.yaml").write_bytes(b"# my edits\n" + (app / "kfdef.yaml").read_bytes())
+    before = (app / "kfdef.yaml").read_bytes()
+    code, out, err = run(capsys, "init", str(app), "--platform", "aws")
+    assert (code, out) == (2, "")
+    assert err == (
+        f"Error (usage error): {app / 'kfdef.yaml'}: already exists; left unchanged\n"
+        "Hint: pass --force to overwrite it, or choose another APPDIR\n"
+    )
+    assert (app / "kfdef.yaml").read_bytes() == before
+    assert run(capsys, "init", str(app), "--platform", "kind", "--force")[0] == 0
+    assert (app / "kfdef.yaml").read_bytes() != before
+
+
+def test_init_components_adds_dependencies_and_rejects_unknown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], real_catalog: Catalog
+) -> None:
+    code, out, _ = run(capsys, "init", str(tmp_path / "a"), "-p", "kind", "-c", "katib", "-o", "json")
+    assert code == 0
+    result = json.loads(out)
+    assert result["components"][-1] == "katib"
+    assert set(result["addedDependencies"]) == set(real_catalog.components["katib"].depends_on) | {
+        d for c in real_catalog.components["katib"].depends_on for d in real_catalog.components[c].depends_on
+    }
+    code, out, err = run(capsys, "init", str(tmp_path / "b"), "-p", "kind", "-c", "katib,mxjob")
+    assert (code, out) == (3, "")
+    assert err.startswith('Error (config error): --components: component "mxjob" is not available: MXJob was removed')
+    assert not (tmp_path / "b" / "kfdef.yaml").exists()
+
+
+def test_three_mistakes_yield_three_positioned_messages_and_no_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "kfdef.yaml"
+    path.write_text(
+        "apiVersion: kfdef.apps.kubeflow.org/v1\n"
+        "kind: KfDef\n"
+        "metadata:\n"
+        "  name: demo\n"
+        "spec:\n"
+        "  platform: kind\n"
+        "  colour: blue\n"
+        "  repos:\n"
+        "    - {name: manifests, uri: 'kfctl://catalog'}\n"
+        "  applications:\n"
+        "    - name: common\n"
+        "      kustomizeConfig:\n"
+        "        repoRef: {name: manifest, path: manifests/common}\n"
+        "    - name: notebooks\n"
+        "      kustomizeConfig:\n"
+        "        repoRef: {name: manifests, path: manifests/notebook-controler}\n"
+    )
+    code, out, err = run(capsys, "generate", "-f", str(path))
+    assert (code, out) == (3, "")
+    assert err.splitlines() == [
+        f"Error (config error): {path}: 3 problems in the KfDef",
+        f'  {path}:7:3 spec.colour: unknown field "colour"',
+        f"  {path}:13:19 spec.applications[0].kustomizeConfig.repoRef.name: repo \"manifest\" is not defined in "
+        'spec.repos (did you mean "manifests"?)',
+        f"  {path}:16:36 spec.applications[1].kustomizeConfig.repoRef.path: unknown component "
+        '"notebook-controler" (did you mean "notebook-controller"?)',
+        "Hint: fix the fields named above; `kfctl init --help` shows a valid KfDef",
+    ]
+    assert "Traceback" not in err
+    code, out, err = run(capsys, "generate", "-f", str(path), "-o", "json")
+    assert code == 3
+    record = json.loads(err)["error"]
+    assert (record["kind"], record["exitCode"], len(record["details"])) == ("config error", 3, 3)
+
+
+def test_generate_without_kfdef_says_how_to_start(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "generate", str(tmp_path))
+    assert (code, out) == (3, "")
+    assert err == (
+        f"Error (config error): {tmp_path / 'kfdef.yaml'}: no such file\n"
+        "Hint: create one with `kfctl init APPDIR --platform kind`\n"
+    )
+
+
+def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run(capsys, "init", str(tmp_path), "--platform", "openshift")
+    assert code == 2
+    assert err.startswith('Error (usage error): unknown platform "openshift"; known: ')
+    code, _, err = run(capsys, "nosuch")
+    assert code == 2
+    assert "No such command 'nosuch'" in err
+
+
+def test_global_options_work_before_and_after_the_command(capsys: pytest.CaptureFixture[str]) -> None:
+    a = run(capsys, "-o", "json", "version")
+    b = run(capsys, "version", "-o", "json")
+    assert a == b
+    assert yaml.safe_load(a[1]) == {"version": __version__}
