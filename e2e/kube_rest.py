@@ -1,0 +1,177 @@
+"""A minimal JSON client for the Kubernetes REST API, used by the e2e harness (e2e/cluster, e2e/standin.py).
+
+Test code only; kfctl never imports it. It exists so the harness needs neither kubectl nor the official
+client's model classes: it speaks plain JSON over one keep-alive HTTPS connection, authenticated as the
+kubeconfig's current context says (client certificate or bearer token).
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import os
+import ssl
+import tempfile
+import threading
+import urllib.parse
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+JSON = dict[str, Any]
+
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+# Lists of only metadata: cheap polling of big objects such as CRDs.
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+
+
+class ApiError(Exception):
+    def __init__(self, method: str, path: str, status: int, body: str) -> None:
+        self.status = status
+        self.body = body
+        try:
+            detail = json.loads(body).get("message", body)
+        except ValueError:
+            detail = body
+        super().__init__(f"{method} {path}: HTTP {status}: {detail}")
+
+
+class Client:
+    """One API server, one connection at a time (a lock makes it usable from several threads)."""
+
+    def __init__(self, kubeconfig: str | os.PathLike[str], *, timeout: float = 30.0) -> None:
+        self.kubeconfig = Path(kubeconfig)
+        config = yaml.safe_load(self.kubeconfig.read_text())
+        context_name = config.get("current-context")
+        context = _named(config.get("contexts", []), context_name)["context"]
+        cluster = _named(config.get("clusters", []), context["cluster"])["cluster"]
+        user = _named(config.get("users", []), context["user"])["user"]
+
+        url = urllib.parse.urlsplit(cluster["server"])
+        if url.scheme != "https" or not url.hostname:
+            raise ValueError(f"{self.kubeconfig}: only https servers are supported, got {cluster['server']}")
+        self.host = url.hostname
+        self.port = url.port or 443
+        self.base = url.path.rstrip("/")
+        self.timeout = timeout
+        self._token: str | None = user.get("token")
+        self._ssl = self._ssl_context(cluster, user)
+        self._conn: http.client.HTTPSConnection | None = None
+        self._lock = threading.Lock()
+
+    def _ssl_context(self, cluster: Mapping[str, Any], user: Mapping[str, Any]) -> ssl.SSLContext:
+        ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
+        if cluster.get("insecure-skip-tls-verify"):
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+        elif "certificate-authority-data" in cluster:
+            ctx.load_verify_locations(cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
+        elif "certificate-authority" in cluster:
+            ctx.load_verify_locations(cafile=self._relative(cluster["certificate-authority"]))
+        cert, key = user.get("client-certificate-data"), user.get("client-key-data")
+        if cert and key:
+            # ssl only loads a key pair from files: write them to a private temporary directory.
+            with tempfile.TemporaryDirectory(prefix="kube-rest-") as tmp:
+                cert_file, key_file = Path(tmp, "client.crt"), Path(tmp, "client.key")
+                cert_file.write_bytes(base64.b64decode(cert))
+                key_file.touch(mode=0o600)
+                key_file.write_bytes(base64.b64decode(key))
+                ctx.load_cert_chain(cert_file, key_file)
+        elif user.get("client-certificate") and user.get("client-key"):
+            ctx.load_cert_chain(self._relative(user["client-certificate"]), self._relative(user["client-key"]))
+        return ctx
+
+    def _relative(self, path: str) -> str:
+        return str(self.kubeconfig.parent / path)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        content_type: str = "application/json",
+        accept: str = "application/json",
+        query: Mapping[str, str] | None = None,
+    ) -> JSON:
+        url = self.base + path + (("?" + urllib.parse.urlencode(query)) if query else "")
+        headers = {"Accept": accept}
+        payload = None
+        if body is not None:
+            payload = json.dumps(body).encode()
+            headers["Content-Type"] = content_type
+        if self._token:
+            headers["Authorization"] = f"Bearer {self._token}"
+        with self._lock:
+            for attempt in (1, 2):
+                conn = self._conn or http.client.HTTPSConnection(
+                    self.host, self.port, context=self._ssl, timeout=self.timeout
+                )
+                try:
+                    conn.request(method, url, body=payload, headers=headers)
+                    response = conn.getresponse()
+                    data = response.read()
+                except (http.client.HTTPException, OSError):
+                    conn.close()
+                    self._conn = None
+                    # A kept-alive connection the server closed meanwhile: one fresh retry.
+                    if attempt == 2:
+                        raise
+                    continue
+                self._conn = conn
+                break
+        if response.status >= 400:
+            raise ApiError(method, path, response.status, data.decode(errors="replace"))
+        return json.loads(data) if data else {}
+
+    def get(self, path: str, **kwargs: Any) -> JSON | None:
+        """The object at `path`, or None when it does not exist."""
+        try:
+            return self.request("GET", path, **kwargs)
+        except ApiError as e:
+            if e.status == 404:
+                return None
+            raise
+
+    def list(self, path: str, **kwargs: Any) -> list[JSON]:
+        """Items of a list, or [] when the resource type is not served (yet)."""
+        result = self.get(path, **kwargs)
+        return list(result.get("items") or []) if result else []
+
+    def create(self, path: str, body: JSON) -> JSON:
+        return self.request("POST", path, body)
+
+    def replace(self, path: str, body: JSON) -> JSON:
+        return self.request("PUT", path, body)
+
+    def merge_patch(self, path: str, patch: JSON) -> JSON:
+        return self.request("PATCH", path, patch, content_type=MERGE_PATCH)
+
+    def json_patch(self, path: str, ops: list[JSON]) -> JSON:
+        return self.request("PATCH", path, ops, content_type=JSON_PATCH)
+
+    def delete(self, path: str) -> None:
+        try:
+            self.request("DELETE", path)
+        except ApiError as e:
+            if e.status != 404:
+                raise
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn:
+                self._conn.close()
+                self._conn = None
+
+
+def _named(entries: list[JSON], name: str | None) -> JSON:
+    for entry in entries:
+        if entry.get("name") == name:
+            return entry
+    if name is None and len(entries) == 1:
+        return entries[0]
+    raise ValueError(f"kubeconfig: no entry named {name!r}")

@@ -1,0 +1,893 @@
+"""The engine of e2e/cluster: a real local Kubernetes control plane for kfctl's end-to-end tests, without Docker.
+
+    e2e/cluster up [--webhooks] [--kind | --local] [--state-dir DIR]
+    e2e/cluster down | status | kubeconfig [--state-dir DIR]
+
+`up` runs etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok (fake nodes and kubelets) and
+the stand-in controller (e2e/standin.py) on 127.0.0.1, each with a log file and a recorded pid, creates
+three fake nodes (two CPU, one GPU) and the default StorageClass `standard`, and prints the kubeconfig's
+path. `down` stops exactly the recorded pids and removes the state directory. Where `docker info` works
+and `kind` is installed (or with --kind) it creates a kind cluster instead.
+
+Test code only: kfctl never imports it. It must never dial anything but 127.0.0.1 (see e2e/README.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ipaddress
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+
+
+def _use_repo_venv() -> None:
+    """Re-run under the repository's virtualenv when this interpreter lacks the harness's packages."""
+    try:
+        import cryptography  # noqa: F401
+        import yaml  # noqa: F401
+    except ImportError:
+        venv_python = REPO / ".venv" / "bin" / "python"
+        if venv_python.exists() and os.environ.get("KFCTL_E2E_REEXEC") != "1":
+            os.environ["KFCTL_E2E_REEXEC"] = "1"
+            os.execv(venv_python, [str(venv_python), os.path.abspath(sys.argv[0]), *sys.argv[1:]])
+        sys.exit(
+            "e2e/cluster: needs the Python packages 'cryptography' and 'PyYAML'; "
+            "install the dev extras into the repository's venv: .venv/bin/pip install -e '.[dev]'"
+        )
+
+
+_use_repo_venv()
+
+sys.path.insert(0, str(HERE))
+import kube_rest  # noqa: E402
+import pki  # noqa: E402
+
+VERSIONS_FILE = HERE / "versions.env"
+CACHE_ROOT = Path(os.environ.get("KFCTL_E2E_CACHE") or Path.home() / ".cache" / "kfctl-e2e")
+DEFAULT_STATE_DIR = Path(os.environ.get("KFCTL_E2E_STATE_DIR") or CACHE_ROOT / "cluster" / "default")
+SERVICE_CIDR = "10.96.0.0/12"
+POD_CIDR = "10.244.0.1/16"
+LOOPBACK = "127.0.0.1"
+STATE_FILE = "state.json"
+
+# The fake nodes: two for CPU work, one with a GPU. Generous, so that scheduling is never the problem.
+NODE_CAPACITY = {"cpu": "32", "memory": "256Gi", "pods": "250", "ephemeral-storage": "1Ti"}
+NODES: tuple[tuple[str, dict[str, str], dict[str, str]], ...] = (
+    ("cpu-node-0", {}, {}),
+    ("cpu-node-1", {}, {}),
+    ("gpu-node-0", {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "Fake-GPU"}, {"nvidia.com/gpu": "8"}),
+)
+
+
+class ClusterError(Exception):
+    """A failure to report to the user as it is, without a traceback."""
+
+
+def log(message: str) -> None:
+    print(f"[cluster {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def read_versions() -> dict[str, str]:
+    versions: dict[str, str] = {}
+    for line in VERSIONS_FILE.read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            key, value = line.split("=", 1)
+            versions[key.strip()] = value.strip()
+    return versions
+
+
+# --- processes ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Proc:
+    name: str
+    pid: int
+    start_ticks: int  # field 22 of /proc/<pid>/stat: tells our process from a later one with the same pid
+    argv: list[str]
+    log: str
+
+
+@dataclass
+class State:
+    backend: str  # "local" or "kind"
+    state_dir: str
+    kubeconfig: str
+    webhooks: bool = False
+    ports: dict[str, int] = field(default_factory=dict)
+    procs: list[Proc] = field(default_factory=list)
+    kind_name: str = ""
+    versions: dict[str, str] = field(default_factory=dict)
+    started_at: float = 0.0
+
+    def save(self) -> None:
+        path = Path(self.state_dir) / STATE_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2) + "\n")
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, state_dir: Path) -> State | None:
+        path = state_dir / STATE_FILE
+        if not path.exists():
+            return None
+        raw = json.loads(path.read_text())
+        raw["procs"] = [Proc(**p) for p in raw.get("procs", [])]
+        return cls(**raw)
+
+
+def _start_ticks(pid: int) -> int | None:
+    """Start time of `pid` in clock ticks, or None when it is gone or a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name may contain spaces and parentheses: fields start after the last ')'.
+    fields = stat[stat.rindex(")") + 2 :].split()
+    if fields[0] in ("Z", "X"):
+        return None
+    return int(fields[19])
+
+
+def alive(proc: Proc) -> bool:
+    return _start_ticks(proc.pid) == proc.start_ticks
+
+
+def spawn(state: State, name: str, argv: list[str], *, env: dict[str, str] | None = None) -> Proc:
+    logs = Path(state.state_dir) / "logs"
+    logs.mkdir(exist_ok=True)
+    log_path = logs / f"{name}.log"
+    with open(log_path, "ab") as out:
+        child = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=state.state_dir,
+            env=env,
+            # Its own session: a Ctrl-C in the terminal that ran `up` does not reach the cluster.
+            start_new_session=True,
+        )
+    ticks = _start_ticks(child.pid)
+    proc = Proc(name=name, pid=child.pid, start_ticks=ticks or 0, argv=argv, log=str(log_path))
+    state.procs.append(proc)
+    state.save()  # recorded before anything waits on it, so `down` can always find it
+    # The Popen object is dropped on purpose: the process outlives this command and is stopped by pid.
+    child.returncode = 0
+    return proc
+
+
+def stop_procs(procs: list[Proc], *, grace: float = 15.0) -> list[str]:
+    """SIGTERM our recorded pids (last started first), SIGKILL what is left after `grace` seconds.
+    Returns the names of processes that could not be stopped."""
+    for proc in reversed(procs):
+        if alive(proc):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and any(alive(p) for p in procs):
+        time.sleep(0.1)
+    for proc in procs:
+        if alive(proc):
+            log(f"{proc.name} (pid {proc.pid}) ignored SIGTERM for {grace:.0f} s; sending SIGKILL")
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(alive(p) for p in procs):
+        time.sleep(0.1)
+    return [p.name for p in procs if alive(p)]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((LOOPBACK, 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for(what: str, check: Callable[[], bool], *, timeout: float, procs: Sequence[Proc] = ()) -> None:
+    """Poll `check` until it is true; fail early when one of `procs` died meanwhile."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if check():
+                return
+        except Exception:
+            pass
+        for proc in procs:
+            if not alive(proc):
+                raise ClusterError(f"{proc.name} exited while waiting for {what}:\n{tail(proc.log)}")
+        if time.monotonic() > deadline:
+            hint = "".join(f"\n--- {p.name} ({p.log}):\n{tail(p.log)}" for p in procs)
+            raise ClusterError(f"timed out after {timeout:.0f} s waiting for {what}{hint}")
+        time.sleep(0.2)
+
+
+def tail(path: str, lines: int = 25) -> str:
+    try:
+        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def https_ok(url: str, *, context: ssl.SSLContext) -> bool:
+    with urllib.request.urlopen(url, context=context, timeout=5) as response:
+        return bool(response.status == 200)
+
+
+def http_ok(url: str) -> bool:
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return bool(response.status == 200)
+
+
+# --- binaries and certificates --------------------------------------------------------------------
+
+BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+
+
+def binaries() -> Path:
+    """The directory holding the control plane's binaries, building them when the cache lacks them."""
+    override = os.environ.get("KFCTL_E2E_BIN_DIR")
+    if override:
+        bin_dir = Path(override)
+    else:
+        printed = subprocess.run(
+            [str(HERE / "build-binaries"), "--print-bin-dir"], check=True, capture_output=True, text=True
+        )
+        bin_dir = Path(printed.stdout.strip())
+    missing = [b for b in BINARIES if not (bin_dir / b).is_file()]
+    if missing and not override:
+        if shutil.which("go") is None:
+            raise ClusterError(
+                f"no control-plane binaries in {bin_dir} (missing: {', '.join(missing)}) and no Go toolchain "
+                "to build them. Install Go >= 1.24 and run e2e/build-binaries, or set KUBECONFIG to an "
+                "existing cluster, or KFCTL_E2E_BIN_DIR to a directory with etcd, kube-apiserver, "
+                "kube-controller-manager, kube-scheduler and kwok."
+            )
+        log(f"building {', '.join(missing)} into {bin_dir} (a cold build takes 10-25 min)")
+        subprocess.run([str(HERE / "build-binaries")], check=True, stdout=subprocess.DEVNULL)
+        missing = [b for b in BINARIES if not (bin_dir / b).is_file()]
+    if missing:
+        raise ClusterError(f"{bin_dir} lacks {', '.join(missing)}")
+    return bin_dir
+
+
+def write_pki(pki_dir: Path) -> None:
+    pki_dir.mkdir(mode=0o700)
+    ca = pki.make_ca("kfctl-e2e-ca")
+    serving = pki.issue(
+        common_name="kube-apiserver",
+        dns_names=[
+            "localhost",
+            "kubernetes",
+            "kubernetes.default",
+            "kubernetes.default.svc",
+            "kubernetes.default.svc.cluster.local",
+        ],
+        ip_addresses=[LOOPBACK, "10.96.0.1"],
+        ca=ca,
+        server=True,
+        client=True,
+    )
+    # Cluster admin: kubectl, kfctl's tests, the controller manager, the scheduler, kwok and the stand-in.
+    admin = pki.issue(
+        common_name="kubernetes-admin", organizations=["system:masters"], ca=ca, server=False, client=True
+    )
+    sa_private, sa_public = pki.service_account_key()
+    files = {
+        "ca.crt": ca.cert_pem,
+        "ca.key": ca.key_pem,
+        "apiserver.crt": serving.cert_pem,
+        "apiserver.key": serving.key_pem,
+        "admin.crt": admin.cert_pem,
+        "admin.key": admin.key_pem,
+        "sa.key": sa_private,
+        "sa.pub": sa_public,
+    }
+    for name, data in files.items():
+        path = pki_dir / name
+        path.touch(mode=0o600)
+        path.write_bytes(data)
+
+
+def write_kubeconfig(path: Path, *, name: str, server: str, pki_dir: Path) -> None:
+    import base64
+
+    def b64(file: str) -> str:
+        return base64.b64encode((pki_dir / file).read_bytes()).decode()
+
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": name, "cluster": {"server": server, "certificate-authority-data": b64("ca.crt")}}],
+        "users": [
+            {
+                "name": f"{name}-admin",
+                "user": {"client-certificate-data": b64("admin.crt"), "client-key-data": b64("admin.key")},
+            }
+        ],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": f"{name}-admin"}}],
+        "current-context": name,
+        "preferences": {},
+    }
+    path.touch(mode=0o600)
+    path.write_text(json.dumps(config, indent=2) + "\n")  # JSON is YAML: every client reads it
+
+
+# --- the local control plane ----------------------------------------------------------------------
+
+
+def up_local(state_dir: Path, *, webhooks: bool) -> State:
+    bin_dir = binaries()
+    versions = read_versions()
+    state_dir.mkdir(parents=True, exist_ok=True)
+    state = State(
+        backend="local",
+        state_dir=str(state_dir),
+        kubeconfig=str(state_dir / "kubeconfig"),
+        webhooks=webhooks,
+        versions=versions,
+        started_at=time.time(),
+    )
+    state.ports = {
+        name: free_port() for name in ("etcd", "etcd-peer", "apiserver", "controller-manager", "scheduler", "kwok")
+    }
+    state.save()
+    p = state.ports
+    pki_dir = state_dir / "pki"
+    write_pki(pki_dir)
+    kubeconfig = state_dir / "kubeconfig"
+    write_kubeconfig(
+        kubeconfig, name=f"kfctl-e2e-{state_dir.name}", server=f"https://{LOOPBACK}:{p['apiserver']}", pki_dir=pki_dir
+    )
+
+    etcd_url, peer_url = f"http://{LOOPBACK}:{p['etcd']}", f"http://{LOOPBACK}:{p['etcd-peer']}"
+    etcd = spawn(
+        state,
+        "etcd",
+        [
+            str(bin_dir / "etcd"),
+            "--name=e2e",
+            f"--data-dir={state_dir / 'etcd'}",
+            f"--listen-client-urls={etcd_url}",
+            f"--advertise-client-urls={etcd_url}",
+            f"--listen-peer-urls={peer_url}",
+            f"--initial-advertise-peer-urls={peer_url}",
+            f"--initial-cluster=e2e={peer_url}",
+            "--initial-cluster-state=new",
+            "--unsafe-no-fsync=true",
+            "--log-level=warn",
+        ],
+    )
+    wait_for("etcd /health", lambda: http_ok(f"{etcd_url}/health"), timeout=30, procs=[etcd])
+
+    admission = [] if webhooks else ["--disable-admission-plugins=MutatingAdmissionWebhook,ValidatingAdmissionWebhook"]
+    apiserver = spawn(
+        state,
+        "kube-apiserver",
+        [
+            str(bin_dir / "kube-apiserver"),
+            f"--bind-address={LOOPBACK}",
+            f"--advertise-address={LOOPBACK}",
+            f"--secure-port={p['apiserver']}",
+            f"--etcd-servers={etcd_url}",
+            f"--cert-dir={state_dir / 'apiserver'}",
+            f"--tls-cert-file={pki_dir / 'apiserver.crt'}",
+            f"--tls-private-key-file={pki_dir / 'apiserver.key'}",
+            f"--client-ca-file={pki_dir / 'ca.crt'}",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={pki_dir / 'sa.pub'}",
+            f"--service-account-signing-key-file={pki_dir / 'sa.key'}",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            # No endpoints for the `kubernetes` Service: nothing should ever route to the API server by cluster IP.
+            "--endpoint-reconciler-type=none",
+            "--authorization-mode=Node,RBAC",
+            "--allow-privileged=true",
+            "--profiling=false",
+            *admission,
+        ],
+    )
+    tls = ssl.create_default_context(cafile=str(pki_dir / "ca.crt"))
+    tls.load_cert_chain(pki_dir / "admin.crt", pki_dir / "admin.key")
+    api_url = f"https://{LOOPBACK}:{p['apiserver']}"
+    wait_for(
+        "kube-apiserver /readyz",
+        lambda: https_ok(f"{api_url}/readyz", context=tls),
+        timeout=90,
+        procs=[etcd, apiserver],
+    )
+
+    # No --authentication/authorization-kubeconfig: their /healthz stays open (always-allow paths) and
+    # nothing else of theirs is served to anyone.
+    common = [
+        f"--kubeconfig={kubeconfig}",
+        "--leader-elect=false",
+        f"--bind-address={LOOPBACK}",
+        "--kube-api-qps=200",
+        "--kube-api-burst=400",
+    ]
+    controller_manager = spawn(
+        state,
+        "kube-controller-manager",
+        [
+            str(bin_dir / "kube-controller-manager"),
+            *common,
+            f"--secure-port={p['controller-manager']}",
+            f"--cert-dir={state_dir / 'controller-manager'}",
+            f"--root-ca-file={pki_dir / 'ca.crt'}",
+            f"--service-account-private-key-file={pki_dir / 'sa.key'}",
+            f"--cluster-signing-cert-file={pki_dir / 'ca.crt'}",
+            f"--cluster-signing-key-file={pki_dir / 'ca.key'}",
+            "--use-service-account-credentials=true",
+        ],
+    )
+    scheduler = spawn(
+        state,
+        "kube-scheduler",
+        [
+            str(bin_dir / "kube-scheduler"),
+            *common,
+            f"--secure-port={p['scheduler']}",
+        ],
+    )
+    insecure = ssl.create_default_context()
+    insecure.check_hostname = False
+    insecure.verify_mode = ssl.CERT_NONE  # their serving certs are self-signed in memory; loopback only
+    for proc, port in ((controller_manager, p["controller-manager"]), (scheduler, p["scheduler"])):
+        wait_for(
+            f"{proc.name} /healthz",
+            lambda port=port: https_ok(
+                f"https://{LOOPBACK}:{port}/healthz",  # type: ignore[misc]
+                context=insecure,
+            ),
+            timeout=60,
+            procs=[apiserver, proc],
+        )
+
+    kwok = spawn(
+        state,
+        "kwok",
+        [
+            str(bin_dir / "kwok"),
+            f"--kubeconfig={kubeconfig}",
+            "--manage-all-nodes=true",
+            f"--cidr={POD_CIDR}",
+            f"--node-ip={LOOPBACK}",
+            # Without it kwok's nodes go NotReady after a few minutes and their pods get evicted.
+            "--node-lease-duration-seconds=40",
+            f"--server-address={LOOPBACK}:{p['kwok']}",
+        ],
+    )
+    api = kube_rest.Client(kubeconfig)
+    create_nodes(api, kubelet_version=versions["KUBERNETES_VERSION"], kubelet_port=p["kwok"])
+    create_storage_class(api)
+    standin = spawn(state, "standin", [sys.executable, str(HERE / "standin.py"), f"--kubeconfig={kubeconfig}"])
+
+    wait_for("3 Ready nodes", lambda: ready_nodes(api) == len(NODES), timeout=60, procs=[apiserver, kwok])
+    wait_for(
+        "ServiceAccount default/default",
+        lambda: api.get("/api/v1/namespaces/default/serviceaccounts/default") is not None,
+        timeout=60,
+        procs=[controller_manager],
+    )
+    wait_for("the stand-in controller's lease", lambda: standin_active(api), timeout=30, procs=[standin])
+    api.close()
+    return state
+
+
+def create_nodes(api: kube_rest.Client, *, kubelet_version: str, kubelet_port: int) -> None:
+    for name, labels, extra in NODES:
+        capacity = {**NODE_CAPACITY, **extra}
+        node = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": name,
+                "labels": {
+                    "kubernetes.io/hostname": name,
+                    "kubernetes.io/os": "linux",
+                    "kubernetes.io/arch": "amd64",
+                    "type": "kwok",
+                    **labels,
+                },
+                "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+            },
+            "spec": {},
+            "status": {
+                "capacity": capacity,
+                "allocatable": capacity,
+                "nodeInfo": {
+                    "kubeletVersion": kubelet_version,
+                    "kubeProxyVersion": kubelet_version,
+                    "operatingSystem": "linux",
+                    "architecture": "amd64",
+                    "containerRuntimeVersion": "kwok",
+                    "osImage": "kwok",
+                    "kernelVersion": "kwok",
+                    "machineID": "",
+                    "systemUUID": "",
+                    "bootID": "",
+                },
+                "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port}},
+                "phase": "Running",
+            },
+        }
+        api.create("/api/v1/nodes", node)
+
+
+def create_storage_class(api: kube_rest.Client) -> None:
+    api.create(
+        "/apis/storage.k8s.io/v1/storageclasses",
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": "standard", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+            # No provisioner: the stand-in creates a PersistentVolume for each claim (e2e/standin.py).
+            "provisioner": "kubernetes.io/no-provisioner",
+            "volumeBindingMode": "Immediate",
+            "reclaimPolicy": "Delete",
+        },
+    )
+
+
+def ready_nodes(api: kube_rest.Client) -> int:
+    count = 0
+    for node in api.list("/api/v1/nodes"):
+        conditions = node.get("status", {}).get("conditions") or []
+        if any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions):
+            count += 1
+    return count
+
+
+def standin_active(api: kube_rest.Client) -> bool:
+    import standin
+
+    return standin.lease_holder(api) is not None
+
+
+# --- the loopback-only check ---------------------------------------------------------------------------
+
+_TCP_LISTEN = "0A"
+
+
+def _decode_address(hex_address: str) -> tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, int]:
+    """An address of /proc/net/{tcp,udp}[6]: host-byte-order hex words, then the port."""
+    host, port = hex_address.split(":")
+    raw = bytes.fromhex(host)
+    # Each 32-bit word is in the kernel's (little-endian) byte order.
+    swapped = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+    return ipaddress.ip_address(swapped), int(port, 16)
+
+
+def _is_loopback(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback
+
+
+def non_loopback_sockets(state: State) -> list[str]:
+    """Sockets of the cluster's live processes that talk to, or listen on, anything but loopback.
+    The check `ss -tnup` would do, without needing ss: /proc/<pid>/fd gives the socket inodes,
+    /proc/net/{tcp,tcp6,udp,udp6} their addresses."""
+    owners: dict[str, str] = {}
+    for proc in state.procs:
+        if not alive(proc):
+            continue
+        with contextlib.suppress(OSError):
+            for fd in Path(f"/proc/{proc.pid}/fd").iterdir():
+                with contextlib.suppress(OSError):
+                    target = os.readlink(fd)
+                    if target.startswith("socket:["):
+                        owners[target[8:-1]] = f"{proc.name} (pid {proc.pid})"
+    problems = []
+    for table in ("tcp", "tcp6", "udp", "udp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+                fields = line.split()
+                local, remote, st, inode = fields[1], fields[2], fields[3], fields[9]
+                if inode not in owners:
+                    continue
+                local_ip, local_port = _decode_address(local)
+                remote_ip, remote_port = _decode_address(remote)
+                if remote_port and not _is_loopback(remote_ip):
+                    problems.append(f"{owners[inode]}: {table} {local_ip}:{local_port} -> {remote_ip}:{remote_port}")
+                elif (table.startswith("udp") or st == _TCP_LISTEN) and not _is_loopback(local_ip):
+                    problems.append(f"{owners[inode]}: {table} listening on {local_ip}:{local_port}")
+    return problems
+
+
+# --- kind -----------------------------------------------------------------------------------------
+
+KIND_CONFIG = """\
+kind: Cluster
+apiVersion: kind.x-k8s.io/v1alpha4
+nodes:
+- role: control-plane
+- role: worker
+- role: worker
+  labels:
+    nvidia.com/gpu.present: "true"
+"""
+
+
+def docker_works() -> bool:
+    if shutil.which("docker") is None:
+        return False
+    try:
+        return subprocess.run(["docker", "info"], capture_output=True, timeout=20).returncode == 0
+    except subprocess.TimeoutExpired:
+        return False
+
+
+def up_kind(state_dir: Path, *, webhooks: bool) -> State:
+    if shutil.which("kind") is None or not docker_works():
+        raise ClusterError("--kind needs `kind` on PATH and a working Docker (`docker info` must succeed)")
+    state_dir.mkdir(parents=True, exist_ok=True)
+    name = f"kfctl-e2e-{state_dir.name}"
+    state = State(
+        backend="kind",
+        state_dir=str(state_dir),
+        kubeconfig=str(state_dir / "kubeconfig"),
+        webhooks=True,
+        kind_name=name,
+        versions=read_versions(),
+        started_at=time.time(),
+    )
+    state.save()
+    (state_dir / "kind.yaml").write_text(KIND_CONFIG)
+    subprocess.run(
+        [
+            "kind",
+            "create",
+            "cluster",
+            "--name",
+            name,
+            "--config",
+            str(state_dir / "kind.yaml"),
+            "--kubeconfig",
+            state.kubeconfig,
+            "--wait",
+            "180s",
+        ],
+        check=True,
+    )
+    # kind's nodes have no GPU; advertise one as an extended resource so GPU scheduling can be tested.
+    api = kube_rest.Client(state.kubeconfig)
+    for node in api.list("/api/v1/nodes"):
+        if node["metadata"].get("labels", {}).get("nvidia.com/gpu.present") == "true":
+            api.json_patch(
+                f"/api/v1/nodes/{node['metadata']['name']}/status",
+                [{"op": "add", "path": "/status/capacity/nvidia.com~1gpu", "value": "8"}],
+            )
+    api.close()
+    return state
+
+
+# --- commands -------------------------------------------------------------------------------------
+
+
+def live_status(state: State) -> tuple[list[Proc], list[Proc]]:
+    running = [p for p in state.procs if alive(p)]
+    dead = [p for p in state.procs if not alive(p)]
+    return running, dead
+
+
+def api_ready(state: State) -> bool:
+    try:
+        api = kube_rest.Client(state.kubeconfig, timeout=5)
+        try:
+            api.request("GET", "/readyz", accept="text/plain")
+        except ValueError:
+            pass  # /readyz answers "ok", which is not JSON
+        finally:
+            api.close()
+        return True
+    except Exception:
+        return False
+
+
+def choose_backend(args: argparse.Namespace) -> str:
+    if args.kind:
+        return "kind"
+    if args.local:
+        return "local"
+    env = os.environ.get("KFCTL_E2E_BACKEND", "")
+    if env in ("kind", "local"):
+        return env
+    return "kind" if shutil.which("kind") and docker_works() else "local"
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    state_dir = args.state_dir
+    existing = State.load(state_dir)
+    if existing is not None:
+        running, dead = live_status(existing)
+        if existing.backend == "kind" or (running and not dead):
+            if existing.webhooks != args.webhooks and existing.backend == "local":
+                raise ClusterError(
+                    f"a cluster is already up in {state_dir} with admission webhooks "
+                    f"{'enabled' if existing.webhooks else 'disabled'}; run `e2e/cluster down "
+                    f"--state-dir {state_dir}` first or use another --state-dir"
+                )
+            if api_ready(existing):
+                log(f"already up ({existing.backend}) in {state_dir}")
+                print(existing.kubeconfig)
+                return 0
+        if running:
+            names = ", ".join(f"{p.name} (pid {p.pid})" for p in running)
+            gone = ", ".join(p.name for p in dead) or "none"
+            raise ClusterError(
+                f"the cluster in {state_dir} is only partly up: running {names}; exited: {gone}. "
+                f"Run `e2e/cluster down --state-dir {state_dir}` and then `up` again."
+            )
+        log(f"removing the stale state of a stopped cluster in {state_dir}")
+        shutil.rmtree(state_dir)
+    elif state_dir.exists() and any(state_dir.iterdir()):
+        raise ClusterError(f"{state_dir} exists, is not empty and holds no cluster state; choose another --state-dir")
+
+    backend = choose_backend(args)
+    started = time.monotonic()
+    try:
+        state = (
+            up_kind(state_dir, webhooks=args.webhooks)
+            if backend == "kind"
+            else up_local(state_dir, webhooks=args.webhooks)
+        )
+    except BaseException:
+        failed = State.load(state_dir)
+        if failed is not None and failed.procs:
+            # Stop what was started, keep the logs for a look; the next `up` clears the stale state.
+            stop_procs(failed.procs)
+            log(f"up failed; logs are in {state_dir / 'logs'}")
+        raise
+    log(f"up ({backend}{', webhooks enabled' if args.webhooks else ''}) in {time.monotonic() - started:.1f} s")
+    print(state.kubeconfig)
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    state_dir = args.state_dir
+    state = State.load(state_dir)
+    if state is None:
+        if state_dir.exists() and any(state_dir.iterdir()):
+            raise ClusterError(f"{state_dir} holds no cluster state ({STATE_FILE}); not touching it")
+        log(f"no cluster in {state_dir}")
+        return 0
+    if state.backend == "kind":
+        subprocess.run(["kind", "delete", "cluster", "--name", state.kind_name], check=True)
+    else:
+        stuck = stop_procs(state.procs)
+        if stuck:
+            raise ClusterError(f"could not stop {', '.join(stuck)}; state kept in {state_dir}")
+    shutil.rmtree(state_dir)
+    log(f"down: stopped {len(state.procs)} processes, removed {state_dir}")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    state = State.load(args.state_dir)
+    if state is None:
+        if args.json:
+            print(json.dumps({"state_dir": str(args.state_dir), "up": False}))
+        else:
+            print(f"no cluster in {args.state_dir}")
+        return 1
+    running, dead = live_status(state)
+    ready = api_ready(state)
+    up = ready and (state.backend == "kind" or not dead)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "state_dir": state.state_dir,
+                    "up": up,
+                    "backend": state.backend,
+                    "kubeconfig": state.kubeconfig,
+                    "webhooks": state.webhooks,
+                    "ports": state.ports,
+                    "api_ready": ready,
+                    "processes": [{"name": p.name, "pid": p.pid, "alive": alive(p), "log": p.log} for p in state.procs],
+                },
+                indent=2,
+            )
+        )
+    else:
+        print(f"state dir:  {state.state_dir}")
+        print(f"backend:    {state.backend}{' (admission webhooks enabled)' if state.webhooks else ''}")
+        print(f"kubeconfig: {state.kubeconfig}")
+        print(
+            f"API server: {'ready' if ready else 'NOT ready'}"
+            + (f" on https://{LOOPBACK}:{state.ports['apiserver']}" if state.ports else "")
+        )
+        for p in state.procs:
+            print(f"  {p.name:<24} pid {p.pid:<8} {'running' if alive(p) else 'EXITED':<8} {p.log}")
+    return 0 if up else 2 if running else 1
+
+
+def cmd_check_loopback(args: argparse.Namespace) -> int:
+    state = State.load(args.state_dir)
+    if state is None or state.backend != "local":
+        raise ClusterError(f"no local cluster in {args.state_dir}")
+    problems = non_loopback_sockets(state)
+    for problem in problems:
+        print(problem)
+    if not problems:
+        print(f"ok: the {sum(alive(p) for p in state.procs)} live processes use loopback addresses only")
+    return 1 if problems else 0
+
+
+def cmd_kubeconfig(args: argparse.Namespace) -> int:
+    state = State.load(args.state_dir)
+    if state is None:
+        raise ClusterError(f"no cluster in {args.state_dir}; run `e2e/cluster up --state-dir {args.state_dir}`")
+    print(state.kubeconfig)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="e2e/cluster", description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        default=DEFAULT_STATE_DIR,
+        help=f"where this cluster's state, logs and kubeconfig live (default {DEFAULT_STATE_DIR}; "
+        "env KFCTL_E2E_STATE_DIR)",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    up = sub.add_parser("up", help="start a cluster (idempotent) and print its kubeconfig path")
+    up.add_argument(
+        "--webhooks",
+        action="store_true",
+        help="enable the MutatingAdmissionWebhook and ValidatingAdmissionWebhook plugins",
+    )
+    choice = up.add_mutually_exclusive_group()
+    choice.add_argument("--kind", action="store_true", help="create a kind cluster (needs Docker)")
+    choice.add_argument("--local", action="store_true", help="run the local control plane even where kind works")
+    sub.add_parser("down", help="stop the cluster's recorded processes and remove its state")
+    status = sub.add_parser("status", help="what runs; exit 0 when up, 1 when not, 2 when partly")
+    status.add_argument("--json", action="store_true")
+    sub.add_parser("kubeconfig", help="print the kubeconfig path")
+    sub.add_parser("check-loopback", help="list sockets of our processes that are not on loopback; exit 1 if any")
+    # Accept --state-dir after the subcommand as well.
+    for p in (up, status, *(sub.choices[n] for n in ("down", "kubeconfig", "check-loopback"))):
+        p.add_argument("--state-dir", type=Path, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    args.state_dir = args.state_dir.expanduser().absolute()
+    commands: dict[str, Callable[[argparse.Namespace], int]] = {
+        "up": cmd_up,
+        "down": cmd_down,
+        "status": cmd_status,
+        "kubeconfig": cmd_kubeconfig,
+        "check-loopback": cmd_check_loopback,
+    }
+    try:
+        return commands[args.command](args)
+    except ClusterError as e:
+        print(f"e2e/cluster {args.command}: {e}", file=sys.stderr)
+        return 1
+    except subprocess.CalledProcessError as e:
+        print(
+            f"e2e/cluster {args.command}: {' '.join(map(str, e.cmd))} failed with exit code {e.returncode}",
+            file=sys.stderr,
+        )
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

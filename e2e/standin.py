@@ -1,0 +1,620 @@
+#!/usr/bin/env python3
+"""Stand-in controller for kfctl's e2e clusters. TEST CODE: kfctl never imports it.
+
+No container runs in the local control plane (kwok only pretends), so this process does, through the real
+API server, what these controllers would do in a real cluster:
+
+- cert-manager: Issuers and ClusterIssuers become Ready; each Certificate gets a real certificate for its
+  spec.dnsNames in its spec.secretName Secret (tls.crt, tls.key, ca.crt; type kubernetes.io/tls) and
+  becomes Ready.
+- cert-manager's cainjector: `caBundle` is injected into Mutating/ValidatingWebhookConfigurations and
+  CRD conversion webhooks annotated `cert-manager.io/inject-ca-from: <ns>/<certificate>` (or
+  `cert-manager.io/inject-ca-from-secret: <ns>/<secret>`).
+- operators that rotate their own webhook certificates (table SELF_MANAGED_WEBHOOK_CERTS): an empty
+  `caBundle` is filled, and the certificate is written into the operator's Secret if that Secret exists.
+- a volume provisioner for the StorageClasses in PROVISIONED_STORAGE_CLASSES: each pending claim gets a
+  PersistentVolume bound to it, deleted again once the claim is gone.
+
+It polls about once a second, survives the cert-manager CRDs not being installed yet, and touches only the
+objects listed above. One stand-in acts per cluster: it holds the Lease kube-system/kfctl-e2e-standin.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import datetime as dt
+import logging
+import os
+import signal
+import socket
+import sys
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import kube_rest
+import pki
+from kube_rest import JSON, ApiError
+
+# --- what the stand-in acts on ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SelfManagedWebhookCert:
+    """An operator that makes its own webhook certificate and patches its own caBundle at runtime."""
+
+    configuration: str  # "validating" or "mutating"
+    name: str  # the webhook configuration's name
+    secret_namespace: str
+    secret_name: str  # written only if it exists: the operator's manifests create it empty
+
+
+SELF_MANAGED_WEBHOOK_CERTS: tuple[SelfManagedWebhookCert, ...] = (
+    SelfManagedWebhookCert(
+        "validating", "validator.training-operator.kubeflow.org", "kubeflow", "training-operator-webhook-cert"
+    ),
+)
+
+# Claims of these classes get a PersistentVolume from the stand-in (the local cluster's default class).
+PROVISIONED_STORAGE_CLASSES: tuple[str, ...] = ("standard",)
+
+INJECT_CA_FROM = "cert-manager.io/inject-ca-from"
+INJECT_CA_FROM_SECRET = "cert-manager.io/inject-ca-from-secret"
+PROVISIONER = "kfctl-e2e-standin"  # recorded on the volumes it creates, so it deletes only its own
+LEASE_NAMESPACE, LEASE_NAME = "kube-system", "kfctl-e2e-standin"
+LEASE_SECONDS = 15
+POLL_SECONDS = 1.0
+
+CERT_MANAGER = "/apis/cert-manager.io/v1"
+WEBHOOK_CONFIGURATIONS = {
+    "validating": "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+    "mutating": "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
+}
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+log = logging.getLogger("standin")
+
+
+def now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+
+
+def timestamp(t: dt.datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def unb64(data: str | None) -> bytes:
+    return base64.b64decode(data) if data else b""
+
+
+def ready_condition(obj: JSON) -> JSON | None:
+    for condition in obj.get("status", {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return dict(condition)
+    return None
+
+
+def is_ready(obj: JSON) -> bool:
+    condition = ready_condition(obj)
+    return bool(
+        condition
+        and condition.get("status") == "True"
+        and condition.get("observedGeneration", obj["metadata"].get("generation")) == obj["metadata"].get("generation")
+    )
+
+
+def namespaced_path(base: str, plural: str, namespace: str | None, name: str = "") -> str:
+    path = f"{base}/namespaces/{namespace}/{plural}" if namespace else f"{base}/{plural}"
+    return f"{path}/{name}" if name else path
+
+
+# --- leadership ---------------------------------------------------------------------------------------
+
+
+def lease_holder(api: kube_rest.Client) -> str | None:
+    """Who holds the stand-in's lease now, or None when nobody does."""
+    lease = api.get(f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases/{LEASE_NAME}")
+    if not lease:
+        return None
+    spec = lease.get("spec", {})
+    renewed = spec.get("renewTime")
+    if not renewed or not spec.get("holderIdentity"):
+        return None
+    renewed_at = dt.datetime.strptime(renewed[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=dt.timezone.utc)
+    if now() - renewed_at > dt.timedelta(seconds=spec.get("leaseDurationSeconds", LEASE_SECONDS)):
+        return None
+    return str(spec["holderIdentity"])
+
+
+def hold_lease(api: kube_rest.Client, identity: str) -> bool:
+    """Acquire or renew the lease; False while another live stand-in holds it."""
+    path = f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases"
+    renew = now().strftime("%Y-%m-%dT%H:%M:%S.000000Z")
+    lease = api.get(f"{path}/{LEASE_NAME}")
+    spec = {"holderIdentity": identity, "leaseDurationSeconds": LEASE_SECONDS, "renewTime": renew}
+    try:
+        if lease is None:
+            api.create(
+                path,
+                {
+                    "apiVersion": "coordination.k8s.io/v1",
+                    "kind": "Lease",
+                    "metadata": {"name": LEASE_NAME, "namespace": LEASE_NAMESPACE},
+                    "spec": {**spec, "acquireTime": renew},
+                },
+            )
+            return True
+        holder = lease_holder(api)
+        if holder not in (None, identity):
+            return False
+        if holder is None:
+            spec["acquireTime"] = renew
+        lease["spec"].update(spec)
+        api.replace(f"{path}/{LEASE_NAME}", lease)  # resourceVersion in the body: a racing writer gets 409
+        return True
+    except ApiError as e:
+        if e.status in (404, 409):
+            return False
+        raise
+
+
+# --- the controller -----------------------------------------------------------------------------------
+
+
+class StandIn:
+    def __init__(self, api: kube_rest.Client) -> None:
+        self.api = api
+
+    def reconcile(self) -> None:
+        """One pass over everything; each part fails alone."""
+        for part in (self.issuers, self.certificates, self.inject_ca, self.self_managed_certs, self.volumes):
+            try:
+                part()
+            except ApiError as e:
+                if e.status in (404, 409):  # deleted or changed meanwhile: next pass
+                    log.debug("%s: %s", part.__name__, e)
+                else:
+                    log.warning("%s: %s", part.__name__, e)
+            except Exception:
+                log.exception("%s failed", part.__name__)
+
+    # cert-manager ----------------------------------------------------------------------------------
+
+    def cert_manager_resources(self) -> set[str]:
+        """Which cert-manager.io/v1 resources the API server serves (none before the CRDs exist)."""
+        group = self.api.get(CERT_MANAGER)
+        return {r["name"] for r in (group or {}).get("resources", []) if "/" not in r["name"]}
+
+    def issuers(self) -> None:
+        served = self.cert_manager_resources()
+        for plural in ("issuers", "clusterissuers"):
+            if plural not in served:
+                continue
+            for issuer in self.api.list(f"{CERT_MANAGER}/{plural}"):
+                if is_ready(issuer):
+                    continue
+                meta = issuer["metadata"]
+                message = "Signing CA verified" if "ca" in issuer.get("spec", {}) else ""
+                self.set_ready(
+                    namespaced_path(CERT_MANAGER, plural, meta.get("namespace"), meta["name"]),
+                    issuer,
+                    reason="IsReady",
+                    message=message,
+                )
+                log.info("%s %s: Ready", plural[:-1], _ref(meta))
+
+    def set_ready(self, path: str, obj: JSON, *, reason: str, message: str, extra: JSON | None = None) -> None:
+        previous = ready_condition(obj) or {}
+        transition = previous.get("lastTransitionTime") if previous.get("status") == "True" else None
+        condition = {
+            "type": "Ready",
+            "status": "True",
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": transition or timestamp(now()),
+            "observedGeneration": obj["metadata"].get("generation", 1),
+        }
+        others = [c for c in obj.get("status", {}).get("conditions") or [] if c.get("type") != "Ready"]
+        self.api.merge_patch(f"{path}/status", {"status": {**(extra or {}), "conditions": [*others, condition]}})
+
+    def certificates(self) -> None:
+        if "certificates" not in self.cert_manager_resources():
+            return
+        for cert in self.api.list(f"{CERT_MANAGER}/certificates"):
+            self.certificate(cert)
+
+    def certificate(self, cert: JSON) -> None:
+        meta, spec = cert["metadata"], cert.get("spec", {})
+        namespace, secret_name = meta["namespace"], spec.get("secretName")
+        if not secret_name:
+            return
+        issuer = self.issuer_of(cert)
+        if issuer is None:
+            return  # cert-manager waits for its issuer too
+        secret_path = f"/api/v1/namespaces/{namespace}/secrets/{secret_name}"
+        secret = self.api.get(secret_path)
+        if secret is not None and self.secret_matches(secret, cert):
+            if not is_ready(cert):
+                self.mark_certificate_ready(cert, pki.first_cert(unb64(secret["data"]["tls.crt"])))
+            return
+
+        dns_names = list(spec.get("dnsNames") or [])
+        ip_addresses = list(spec.get("ipAddresses") or [])
+        common_name = spec.get("commonName") or ""
+        private_key = spec.get("privateKey") or {}
+        key = pki.new_key(private_key.get("algorithm", "RSA"), private_key.get("size"))
+        duration = _duration(spec.get("duration")) or dt.timedelta(days=90)
+        signer = self.signing_ca(issuer)
+        pair = pki.issue(
+            common_name=common_name,
+            dns_names=dns_names,
+            ip_addresses=ip_addresses,
+            ca=signer,
+            is_ca=bool(spec.get("isCA")),
+            server=True,
+            client=True,
+            duration=duration,
+            key=key,
+        )
+        # cert-manager's SelfSigned issuer: the certificate is its own CA.
+        ca_pem = signer.cert_pem if signer else pair.cert_pem
+        issuer_ref = spec.get("issuerRef", {})
+        template = spec.get("secretTemplate") or {}
+        annotations = {
+            **template.get("annotations", {}),
+            "cert-manager.io/certificate-name": meta["name"],
+            "cert-manager.io/issuer-name": issuer_ref.get("name", ""),
+            "cert-manager.io/issuer-kind": issuer_ref.get("kind", "Issuer"),
+            "cert-manager.io/issuer-group": issuer_ref.get("group", "cert-manager.io"),
+            "cert-manager.io/alt-names": ",".join(dns_names),
+            "cert-manager.io/ip-sans": ",".join(ip_addresses),
+            "cert-manager.io/common-name": common_name,
+        }
+        data = {"tls.crt": b64(pair.cert_pem), "tls.key": b64(pair.key_pem), "ca.crt": b64(ca_pem)}
+        if secret is None:
+            self.api.create(
+                f"/api/v1/namespaces/{namespace}/secrets",
+                {
+                    "apiVersion": "v1",
+                    "kind": "Secret",
+                    "type": "kubernetes.io/tls",
+                    "metadata": {
+                        "name": secret_name,
+                        "namespace": namespace,
+                        "annotations": annotations,
+                        "labels": {**template.get("labels", {}), "controller.cert-manager.io/fao": "true"},
+                    },
+                    "data": data,
+                },
+            )
+        else:
+            # A Secret's type is immutable: keep whatever type a pre-created Secret has.
+            secret["data"] = {**(secret.get("data") or {}), **data}
+            secret["metadata"]["annotations"] = {**(secret["metadata"].get("annotations") or {}), **annotations}
+            labels = {**(secret["metadata"].get("labels") or {}), **template.get("labels", {})}
+            secret["metadata"]["labels"] = labels
+            self.api.replace(secret_path, secret)
+        log.info("certificate %s: issued for %s into Secret %s", _ref(meta), dns_names or [common_name], secret_name)
+        self.mark_certificate_ready(cert, pair.cert)
+
+    def issuer_of(self, cert: JSON) -> JSON | None:
+        ref = cert.get("spec", {}).get("issuerRef", {})
+        if ref.get("group", "cert-manager.io") != "cert-manager.io" or not ref.get("name"):
+            return None
+        if ref.get("kind", "Issuer") == "ClusterIssuer":
+            return self.api.get(f"{CERT_MANAGER}/clusterissuers/{ref['name']}")
+        return self.api.get(f"{CERT_MANAGER}/namespaces/{cert['metadata']['namespace']}/issuers/{ref['name']}")
+
+    def signing_ca(self, issuer: JSON) -> pki.KeyPair | None:
+        """The CA key pair of a CA issuer, or None to self-sign (SelfSigned and every other issuer type)."""
+        secret_name = (issuer.get("spec", {}).get("ca") or {}).get("secretName")
+        if not secret_name:
+            return None
+        # A ClusterIssuer's secrets live in cert-manager's "cluster resource namespace".
+        namespace = issuer["metadata"].get("namespace") or "cert-manager"
+        secret = self.api.get(f"/api/v1/namespaces/{namespace}/secrets/{secret_name}")
+        data = (secret or {}).get("data") or {}
+        if "tls.crt" not in data or "tls.key" not in data:
+            return None
+        return pki.KeyPair(unb64(data["tls.crt"]), unb64(data["tls.key"]))
+
+    @staticmethod
+    def secret_matches(secret: JSON, cert: JSON) -> bool:
+        data = secret.get("data") or {}
+        annotations = secret["metadata"].get("annotations") or {}
+        if annotations.get("cert-manager.io/certificate-name") != cert["metadata"]["name"]:
+            return False
+        if not data.get("tls.key") or not data.get("ca.crt"):
+            return False
+        current = pki.first_cert(unb64(data.get("tls.crt")))
+        if current is None or current.not_valid_after_utc < now() + dt.timedelta(hours=1):
+            return False
+        wanted = set(cert.get("spec", {}).get("dnsNames") or [])
+        return set(pki.dns_names_of(current)) == wanted
+
+    def mark_certificate_ready(self, cert: JSON, issued: Any) -> None:
+        meta = cert["metadata"]
+        extra: JSON = {"revision": (cert.get("status") or {}).get("revision", 0) + 1}
+        if issued is not None:
+            not_before, not_after = issued.not_valid_before_utc, issued.not_valid_after_utc
+            extra.update(
+                {
+                    "notBefore": timestamp(not_before),
+                    "notAfter": timestamp(not_after),
+                    "renewalTime": timestamp(not_after - (not_after - not_before) / 3),
+                }
+            )
+        self.set_ready(
+            namespaced_path(CERT_MANAGER, "certificates", meta["namespace"], meta["name"]),
+            cert,
+            reason="Ready",
+            message="Certificate is up to date and has not expired",
+            extra=extra,
+        )
+        log.info("certificate %s: Ready", _ref(meta))
+
+    # cainjector ------------------------------------------------------------------------------------
+
+    def inject_ca(self) -> None:
+        for configuration, base in WEBHOOK_CONFIGURATIONS.items():
+            for item in self.api.list(base):
+                bundle = self.ca_for(item["metadata"])
+                if bundle:
+                    self.patch_webhook_ca(base, item, bundle, f"{configuration} webhook configuration")
+        # CRD lists are large (schemas): list metadata only, fetch the annotated ones.
+        for meta_only in self.api.list(CRDS, accept=kube_rest.METADATA_LIST):
+            meta = meta_only["metadata"]
+            if not {INJECT_CA_FROM, INJECT_CA_FROM_SECRET} & set(meta.get("annotations") or {}):
+                continue
+            bundle = self.ca_for(meta)
+            crd = self.api.get(f"{CRDS}/{meta['name']}") if bundle else None
+            conversion = (crd or {}).get("spec", {}).get("conversion") or {}
+            client_config = (conversion.get("webhook") or {}).get("clientConfig")
+            if not crd or client_config is None or client_config.get("caBundle") == b64(bundle):
+                continue
+            self.api.json_patch(
+                f"{CRDS}/{meta['name']}",
+                [
+                    {"op": "test", "path": "/metadata/resourceVersion", "value": crd["metadata"]["resourceVersion"]},
+                    {"op": "add", "path": "/spec/conversion/webhook/clientConfig/caBundle", "value": b64(bundle)},
+                ],
+            )
+            log.info("crd %s: injected caBundle", meta["name"])
+
+    def ca_for(self, meta: JSON) -> bytes | None:
+        """The CA that the object's inject-ca-from annotation points at, once it exists."""
+        annotations = meta.get("annotations") or {}
+        if INJECT_CA_FROM in annotations:
+            namespace, _, name = annotations[INJECT_CA_FROM].partition("/")
+            if "certificates" not in self.cert_manager_resources():
+                return None
+            cert = self.api.get(f"{CERT_MANAGER}/namespaces/{namespace}/certificates/{name}")
+            secret_name = (cert or {}).get("spec", {}).get("secretName")
+            if not secret_name:
+                return None
+        elif INJECT_CA_FROM_SECRET in annotations:
+            namespace, _, secret_name = annotations[INJECT_CA_FROM_SECRET].partition("/")
+        else:
+            return None
+        secret = self.api.get(f"/api/v1/namespaces/{namespace}/secrets/{secret_name}")
+        return unb64(((secret or {}).get("data") or {}).get("ca.crt")) or None
+
+    def patch_webhook_ca(self, base: str, item: JSON, bundle: bytes, what: str, *, only_empty: bool = False) -> None:
+        encoded = b64(bundle)
+        ops: list[JSON] = []
+        for i, webhook in enumerate(item.get("webhooks") or []):
+            current = (webhook.get("clientConfig") or {}).get("caBundle")
+            if current == encoded or (only_empty and current):
+                continue
+            # `test` guards each index against the list having changed since we read it.
+            ops += [
+                {"op": "test", "path": f"/webhooks/{i}/name", "value": webhook["name"]},
+                {"op": "add", "path": f"/webhooks/{i}/clientConfig/caBundle", "value": encoded},
+            ]
+        if ops:
+            self.api.json_patch(f"{base}/{item['metadata']['name']}", ops)
+            log.info("%s %s: caBundle set on %d webhook(s)", what, item["metadata"]["name"], len(ops) // 2)
+
+    # operators with self-managed webhook certificates -------------------------------------------------
+
+    def self_managed_certs(self) -> None:
+        for entry in SELF_MANAGED_WEBHOOK_CERTS:
+            base = WEBHOOK_CONFIGURATIONS[entry.configuration]
+            item = self.api.get(f"{base}/{entry.name}")
+            if item is None:
+                continue
+            webhooks = item.get("webhooks") or []
+            if all((w.get("clientConfig") or {}).get("caBundle") for w in webhooks):
+                continue
+            secret_path = f"/api/v1/namespaces/{entry.secret_namespace}/secrets/{entry.secret_name}"
+            secret = self.api.get(secret_path)
+            data = (secret or {}).get("data") or {}
+            ca_pem = unb64(data.get("ca.crt"))
+            if not (ca_pem and data.get("tls.crt") and data.get("tls.key")):
+                ca = pki.make_ca(f"{entry.name}-ca")
+                serving = pki.issue(common_name=entry.name, dns_names=_service_dns_names(webhooks), ca=ca)
+                ca_pem = ca.cert_pem
+                if secret is not None:
+                    # The layout of the operators' cert rotators (ca.crt, ca.key, tls.crt, tls.key).
+                    secret["data"] = {
+                        **data,
+                        "ca.crt": b64(ca.cert_pem),
+                        "ca.key": b64(ca.key_pem),
+                        "tls.crt": b64(serving.cert_pem),
+                        "tls.key": b64(serving.key_pem),
+                    }
+                    self.api.replace(secret_path, secret)
+                    log.info(
+                        "secret %s/%s: wrote the operator's webhook certificate",
+                        entry.secret_namespace,
+                        entry.secret_name,
+                    )
+            self.patch_webhook_ca(base, item, ca_pem, f"{entry.configuration} webhook configuration", only_empty=True)
+
+    # volumes ---------------------------------------------------------------------------------------
+
+    def volumes(self) -> None:
+        volumes = {pv["metadata"]["name"]: pv for pv in self.api.list("/api/v1/persistentvolumes")}
+        claims = self.api.list("/api/v1/persistentvolumeclaims")
+        claim_uids = {c["metadata"]["uid"] for c in claims}
+        for claim in claims:
+            spec, meta = claim.get("spec", {}), claim["metadata"]
+            if (
+                claim.get("status", {}).get("phase") != "Pending"
+                or spec.get("volumeName")
+                or spec.get("storageClassName") not in PROVISIONED_STORAGE_CLASSES
+                or meta.get("deletionTimestamp")
+                or f"pvc-{meta['uid']}" in volumes
+            ):
+                continue
+            self.provision(claim)
+        for name, pv in volumes.items():
+            annotations = pv["metadata"].get("annotations") or {}
+            if annotations.get("pv.kubernetes.io/provisioned-by") != PROVISIONER:
+                continue
+            claim_ref = pv.get("spec", {}).get("claimRef") or {}
+            if pv.get("status", {}).get("phase") == "Released" or claim_ref.get("uid") not in claim_uids:
+                if pv["metadata"].get("deletionTimestamp"):
+                    continue
+                # Give a just-created volume's claim time to show up in our next list.
+                created = dt.datetime.strptime(pv["metadata"]["creationTimestamp"], "%Y-%m-%dT%H:%M:%SZ")
+                if now() - created.replace(tzinfo=dt.timezone.utc) < dt.timedelta(seconds=10):
+                    continue
+                self.api.delete(f"/api/v1/persistentvolumes/{name}")
+                log.info(
+                    "persistentvolume %s: deleted (claim %s/%s is gone)",
+                    name,
+                    claim_ref.get("namespace"),
+                    claim_ref.get("name"),
+                )
+
+    def provision(self, claim: JSON) -> None:
+        meta, spec = claim["metadata"], claim["spec"]
+        name = f"pvc-{meta['uid']}"
+        size = spec.get("resources", {}).get("requests", {}).get("storage", "1Gi")
+        self.api.create(
+            "/api/v1/persistentvolumes",
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolume",
+                "metadata": {"name": name, "annotations": {"pv.kubernetes.io/provisioned-by": PROVISIONER}},
+                "spec": {
+                    "capacity": {"storage": size},
+                    "accessModes": spec.get("accessModes") or ["ReadWriteOnce"],
+                    "volumeMode": spec.get("volumeMode", "Filesystem"),
+                    "storageClassName": spec["storageClassName"],
+                    # Released volumes are deleted by us (volumes()); the controller manager leaves them alone.
+                    "persistentVolumeReclaimPolicy": "Delete",
+                    # Pre-bound: the controller manager's binder completes the binding.
+                    "claimRef": {
+                        "apiVersion": "v1",
+                        "kind": "PersistentVolumeClaim",
+                        "namespace": meta["namespace"],
+                        "name": meta["name"],
+                        "uid": meta["uid"],
+                    },
+                    # Never mounted: kwok runs no containers.
+                    "hostPath": {"path": f"/tmp/kfctl-e2e-volumes/{name}", "type": ""},
+                },
+            },
+        )
+        log.info("persistentvolumeclaim %s: created volume %s (%s)", _ref(meta), name, size)
+
+
+def _ref(meta: JSON) -> str:
+    return f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else str(meta["name"])
+
+
+def _service_dns_names(webhooks: Iterable[JSON]) -> list[str]:
+    names: list[str] = []
+    for webhook in webhooks:
+        service = (webhook.get("clientConfig") or {}).get("service")
+        if service:
+            base = f"{service['name']}.{service['namespace']}.svc"
+            names += [n for n in (base, f"{base}.cluster.local") if n not in names]
+    return names or ["localhost"]
+
+
+def _duration(value: str | None) -> dt.timedelta | None:
+    """cert-manager durations are Go durations such as 2160h0m0s or 8760h."""
+    if not value:
+        return None
+    total, number = 0.0, ""
+    units = {"h": 3600, "m": 60, "s": 1}
+    for ch in value:
+        if ch.isdigit() or ch == ".":
+            number += ch
+        elif ch in units and number:
+            total += float(number) * units[ch]
+            number = ""
+        else:
+            return None
+    return dt.timedelta(seconds=total) if total else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="kfctl e2e stand-in controller (test code)")
+    parser.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"), required="KUBECONFIG" not in os.environ)
+    parser.add_argument("--once", action="store_true", help="one reconcile pass, then exit (for debugging)")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(message)s",
+        stream=sys.stdout,
+    )
+
+    stopping = False
+
+    def stop(signum: int, _frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+
+    api = kube_rest.Client(args.kubeconfig, timeout=15)
+    controller = StandIn(api)
+    identity = f"{socket.gethostname()}-{os.getpid()}"
+    log.info("stand-in %s started against %s", identity, args.kubeconfig)
+    leading = False
+    while not stopping:
+        started = time.monotonic()
+        try:
+            holding = hold_lease(api, identity)
+        except Exception as e:  # the API server may be restarting: try again next tick
+            log.warning("lease: %s", e)
+            holding = False
+        if holding != leading:
+            log.info("stand-in %s: %s", identity, "acting" if holding else "another stand-in is acting; waiting")
+            leading = holding
+        if holding:
+            controller.reconcile()
+        if args.once:
+            break
+        time.sleep(max(0.05, POLL_SECONDS - (time.monotonic() - started)))
+    if leading:
+        # Hand over at once instead of making the next stand-in wait for the lease to expire.
+        try:
+            path = f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases/{LEASE_NAME}"
+            lease = api.get(path)
+            if lease and lease.get("spec", {}).get("holderIdentity") == identity:
+                lease["spec"]["holderIdentity"] = ""
+                api.replace(path, lease)
+        except Exception as e:
+            log.warning("releasing the lease: %s", e)
+    api.close()
+    log.info("stand-in %s stopped", identity)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
