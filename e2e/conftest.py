@@ -1,0 +1,168 @@
+"""Fixtures for kfctl's end-to-end tests: a real Kubernetes API server (see e2e/README.md).
+
+`kubeconfig` is $KUBECONFIG when set, else a cluster that e2e/cluster starts for the session in a
+temporary state directory and stops at its end. `webhook_kubeconfig` is a second, local cluster with
+admission webhooks enabled, started only when a test asks for it. When no cluster can be had the tests
+fail (they never skip) and say what to install.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+E2E_DIR = Path(__file__).resolve().parent
+# The harness's modules (localcluster, standin, pki, kube_rest, harness) import as top-level modules,
+# whatever pytest's import mode.
+sys.path.insert(0, str(E2E_DIR))
+
+from harness import Cluster, api_client, poll, run_cluster  # noqa: E402
+
+INSTALL_HINT = (
+    "kfctl's e2e tests need a Kubernetes API server. Either set KUBECONFIG to a cluster you have, or let "
+    "the tests start one: that needs a Go toolchain >= 1.24 on PATH (to build etcd, kube-apiserver, "
+    "kube-controller-manager, kube-scheduler and kwok once, ~20 min, into ~/.cache/kfctl-e2e; "
+    "`e2e/build-binaries` does it ahead of time) or prebuilt binaries in $KFCTL_E2E_BIN_DIR, plus the "
+    "dev extras in the venv (`pip install -e '.[dev]'`). With Docker and kind installed, a kind cluster "
+    "is used instead."
+)
+UP_TIMEOUT = float(os.environ.get("KFCTL_E2E_UP_TIMEOUT", "3600"))  # includes a cold build of the binaries
+
+
+def _start(state_dir: Path, *, webhooks: bool, backend: str | None = None) -> Cluster:
+    args = ["up", "--state-dir", str(state_dir)]
+    if webhooks:
+        args.append("--webhooks")
+    if backend:
+        args.append(f"--{backend}")
+    try:
+        result = run_cluster(*args, timeout=UP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        run_cluster("down", "--state-dir", str(state_dir))
+        pytest.fail(f"e2e/cluster up did not finish within {UP_TIMEOUT:.0f} s.\n{INSTALL_HINT}", pytrace=False)
+    if result.returncode != 0:
+        pytest.fail(
+            f"could not start a cluster (e2e/cluster {' '.join(args)}):\n{result.stderr.strip()}\n\n{INSTALL_HINT}",
+            pytrace=False,
+        )
+    return Cluster(
+        kubeconfig=result.stdout.strip().splitlines()[-1], state_dir=state_dir, webhooks=webhooks, managed=True
+    )
+
+
+def _stop(cluster: Cluster) -> None:
+    if not cluster.managed or cluster.state_dir is None:
+        return
+    if os.environ.get("KFCTL_E2E_KEEP_CLUSTER"):
+        print(
+            f"\nkeeping the e2e cluster: KUBECONFIG={cluster.kubeconfig}; stop it with "
+            f"e2e/cluster down --state-dir {cluster.state_dir}",
+            file=sys.stderr,
+        )
+        return
+    result = run_cluster("down", "--state-dir", str(cluster.state_dir))
+    if result.returncode != 0:
+        print(f"\ne2e/cluster down failed: {result.stderr}", file=sys.stderr)
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    if os.environ.get("KUBECONFIG"):
+        yield Cluster.from_kubeconfig(os.environ["KUBECONFIG"], webhooks=False)
+        return
+    started = _start(tmp_path_factory.mktemp("cluster"), webhooks=False)
+    try:
+        yield started
+    finally:
+        _stop(started)
+
+
+@pytest.fixture(scope="session")
+def kubeconfig(cluster: Cluster) -> str:
+    """Path of a kubeconfig for a real cluster: $KUBECONFIG, or one started for this session."""
+    return cluster.kubeconfig
+
+
+@pytest.fixture(scope="session")
+def webhook_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """A second local cluster with the admission-webhook plugins enabled, for tests that serve webhooks on
+    https://127.0.0.1:<port> themselves. $KFCTL_E2E_WEBHOOK_KUBECONFIG names an existing one instead."""
+    if os.environ.get("KFCTL_E2E_WEBHOOK_KUBECONFIG"):
+        yield Cluster.from_kubeconfig(os.environ["KFCTL_E2E_WEBHOOK_KUBECONFIG"], webhooks=True)
+        return
+    # Always local: a kind API server runs in a container and could not reach the test's 127.0.0.1.
+    started = _start(tmp_path_factory.mktemp("webhook-cluster"), webhooks=True, backend="local")
+    try:
+        yield started
+    finally:
+        _stop(started)
+
+
+@pytest.fixture(scope="session")
+def webhook_kubeconfig(webhook_cluster: Cluster) -> str:
+    return webhook_cluster.kubeconfig
+
+
+@pytest.fixture(scope="session")
+def k8s(kubeconfig: str) -> Iterator[Any]:
+    """A kubernetes.client.ApiClient for the session's cluster."""
+    client = api_client(kubeconfig)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def namespace(k8s: Any) -> Iterator[str]:
+    """A fresh namespace, deleted (without waiting) after the test."""
+    from kubernetes import client
+
+    name = f"e2e-{uuid.uuid4().hex[:8]}"
+    core = client.CoreV1Api(k8s)
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    yield name
+    try:
+        core.delete_namespace(name)
+    except client.ApiException as e:
+        if e.status != 404:
+            raise
+
+
+@pytest.fixture(scope="session")
+def running_standin(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Makes sure a stand-in controller (e2e/standin.py) acts on the cluster: the one `e2e/cluster up` runs,
+    or else one started for this session."""
+    import kube_rest
+    import standin as standin_module
+
+    api = kube_rest.Client(cluster.kubeconfig)
+    try:
+        if standin_module.lease_holder(api) is not None:
+            yield
+            return
+        log_path = tmp_path_factory.mktemp("standin") / "standin.log"
+        with open(log_path, "ab") as log:
+            proc = subprocess.Popen(
+                [sys.executable, str(E2E_DIR / "standin.py"), f"--kubeconfig={cluster.kubeconfig}"],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
+        try:
+            poll(
+                lambda: standin_module.lease_holder(api) is not None,
+                timeout=30,
+                what="the stand-in controller to take its lease",
+            )
+            yield
+        finally:
+            proc.terminate()
+            proc.wait(timeout=15)
+    finally:
+        api.close()

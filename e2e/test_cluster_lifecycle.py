@@ -1,0 +1,88 @@
+"""e2e/cluster's own lifecycle, on a cluster of the test's own: `up` twice is idempotent, `up` with other
+settings fails clearly, `down` leaves none of its processes alive and none of its ports listening, and
+`up` after `down` works."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import localcluster
+import pytest
+from harness import poll, run_cluster
+from localcluster import State
+
+pytestmark = pytest.mark.e2e
+
+
+def listening(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def up(state_dir: Path, *extra: str) -> str:
+    result = run_cluster("up", "--local", "--state-dir", str(state_dir), *extra, timeout=600)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def test_up_down_up(tmp_path: Path) -> None:
+    state_dir = tmp_path / "lifecycle"
+    try:
+        kubeconfig = up(state_dir)
+        assert Path(kubeconfig).is_file()
+        first = State.load(state_dir)
+        assert first is not None
+        assert {p.name for p in first.procs} == {
+            "etcd",
+            "kube-apiserver",
+            "kube-controller-manager",
+            "kube-scheduler",
+            "kwok",
+            "standin",
+        }
+        assert all(localcluster.alive(p) for p in first.procs)
+
+        status = run_cluster("status", "--json", "--state-dir", str(state_dir))
+        assert status.returncode == 0, status.stdout + status.stderr
+        assert json.loads(status.stdout)["up"] is True
+
+        # Idempotent: the same cluster, the same processes.
+        assert up(state_dir) == kubeconfig
+        again = State.load(state_dir)
+        assert again is not None and [p.pid for p in again.procs] == [p.pid for p in first.procs]
+
+        # Other settings on a running cluster: a clear refusal, the cluster untouched.
+        refused = run_cluster("up", "--local", "--webhooks", "--state-dir", str(state_dir))
+        assert refused.returncode == 1
+        assert "already up" in refused.stderr and "down" in refused.stderr
+        assert all(localcluster.alive(p) for p in first.procs)
+
+        down = run_cluster("down", "--state-dir", str(state_dir))
+        assert down.returncode == 0, down.stderr
+        assert not any(localcluster.alive(p) for p in first.procs)
+        # A socket can linger a moment after its process is gone; nothing may accept connections.
+        poll(
+            lambda: not any(listening(port) for port in first.ports.values()),
+            timeout=10,
+            what=f"ports {sorted(first.ports.values())} to stop listening",
+        )
+        assert not state_dir.exists()
+
+        status = run_cluster("status", "--state-dir", str(state_dir))
+        assert status.returncode == 1
+
+        # Up after down: a fresh cluster.
+        assert up(state_dir) == kubeconfig
+        second = State.load(state_dir)
+        assert second is not None and all(localcluster.alive(p) for p in second.procs)
+        assert not {p.pid for p in second.procs} & {p.pid for p in first.procs}
+    finally:
+        run_cluster("down", "--state-dir", str(state_dir))
+
+
+def test_down_without_a_cluster_is_a_no_op(tmp_path: Path) -> None:
+    result = run_cluster("down", "--state-dir", str(tmp_path / "nothing-here"))
+    assert result.returncode == 0, result.stderr

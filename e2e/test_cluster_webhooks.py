@@ -1,0 +1,139 @@
+"""Real admission-webhook calls on the webhooks-enabled cluster: a webhook that nobody serves yet makes
+creation fail (failurePolicy Fail), and succeeds once the test serves it on https://127.0.0.1:<port>."""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+import ssl
+import threading
+import uuid
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pki
+import pytest
+from harness import api_client, poll
+from kubernetes import client
+
+pytestmark = pytest.mark.e2e
+
+
+class AllowingWebhook(BaseHTTPRequestHandler):
+    """Answers every AdmissionReview v1 with allowed: true and remembers what it was asked."""
+
+    seen: list[dict[str, Any]]
+
+    def do_POST(self) -> None:
+        review = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+        type(self).seen.append(review["request"])
+        body = json.dumps(
+            {
+                "apiVersion": "admission.k8s.io/v1",
+                "kind": "AdmissionReview",
+                "response": {"uid": review["request"]["uid"], "allowed": True},
+            }
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def webhook_api(webhook_kubeconfig: str) -> Iterator[Any]:
+    api = api_client(webhook_kubeconfig)
+    yield api
+    api.close()
+
+
+def test_webhook_fails_until_served_then_allows(webhook_api: Any, tmp_path: Path) -> None:
+    core, admission = client.CoreV1Api(webhook_api), client.AdmissionregistrationV1Api(webhook_api)
+    ca = pki.make_ca("e2e-webhook-test-ca")
+    serving = pki.issue(common_name="127.0.0.1", ip_addresses=["127.0.0.1"], dns_names=["localhost"], ca=ca)
+    port = free_port()
+    suffix = uuid.uuid4().hex[:8]
+    namespace, label = f"e2e-webhook-{suffix}", {"e2e.kfctl.test/webhook": suffix}
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace, labels=label)))
+    config_name = f"e2e-{suffix}.kfctl.test"
+    admission.create_validating_webhook_configuration(
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": config_name},
+            "webhooks": [
+                {
+                    "name": f"configmaps.{config_name}",
+                    "admissionReviewVersions": ["v1"],
+                    "sideEffects": "None",
+                    "failurePolicy": "Fail",
+                    "timeoutSeconds": 5,
+                    "namespaceSelector": {"matchLabels": label},
+                    "rules": [
+                        {
+                            "apiGroups": [""],
+                            "apiVersions": ["v1"],
+                            "operations": ["CREATE"],
+                            "resources": ["configmaps"],
+                        }
+                    ],
+                    "clientConfig": {
+                        "url": f"https://127.0.0.1:{port}/validate",
+                        "caBundle": base64.b64encode(ca.cert_pem).decode(),
+                    },
+                }
+            ],
+        }
+    )
+    server: ThreadingHTTPServer | None = None
+    try:
+        attempts = iter(range(1_000_000))
+
+        def create_configmap() -> client.V1ConfigMap:
+            return core.create_namespaced_config_map(
+                namespace,
+                client.V1ConfigMap(metadata=client.V1ObjectMeta(name=f"cm-{next(attempts)}"), data={"k": "v"}),
+            )
+
+        def refused() -> str | None:
+            # The API server picks up a new webhook configuration within a moment: until then creation works.
+            try:
+                create_configmap()
+            except client.ApiException as e:
+                return str(e.body)
+            return None
+
+        error = poll(refused, timeout=30, what="creation to fail while nobody serves the webhook")
+        assert f"configmaps.{config_name}" in error
+        assert "failed calling webhook" in error
+
+        AllowingWebhook.seen = []
+        server = ThreadingHTTPServer(("127.0.0.1", port), AllowingWebhook)
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        (tmp_path / "tls.crt").write_bytes(serving.cert_pem)
+        (tmp_path / "tls.key").write_bytes(serving.key_pem)
+        tls.load_cert_chain(tmp_path / "tls.crt", tmp_path / "tls.key")
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+
+        created = create_configmap()
+        assert [r["name"] for r in AllowingWebhook.seen if r["operation"] == "CREATE"][-1] == created.metadata.name
+    finally:
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+        admission.delete_validating_webhook_configuration(config_name)
+        core.delete_namespace(namespace)
