@@ -7,11 +7,16 @@ import sys
 import click
 
 from kfctl import __version__
+from kfctl.cli.apply_cmd import apply
 from kfctl.cli.context import GlobalOptions
+from kfctl.cli.delete_cmd import delete
+from kfctl.cli.diff_cmd import diff
 from kfctl.cli.generate_cmd import generate
 from kfctl.cli.init_cmd import init
 from kfctl.cli.options import get_options, global_options
 from kfctl.cli.output import emit, emit_error, emit_unexpected
+from kfctl.cli.plan_cmd import plan
+from kfctl.cli.status_cmd import status
 from kfctl.errors import InterruptedError_, KfctlError
 
 HELP = """Install a machine-learning platform on Kubernetes from one KfDef file.
@@ -49,6 +54,11 @@ def version() -> None:
 cli.add_command(init)
 cli.add_command(generate)
 cli.add_command(generate, name="build")
+cli.add_command(plan)
+cli.add_command(apply)
+cli.add_command(status)
+cli.add_command(diff)
+cli.add_command(delete)
 
 
 def main(argv: list[str] | None = None) -> int:

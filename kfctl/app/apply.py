@@ -1,0 +1,195 @@
+"""`kfctl apply`: render, plan, record the inventory, apply in dependency order, wait, prune.
+
+The order of inventory writes is the crash-safety argument: old + new is stored before anything is
+applied, and the inventory shrinks only after the prune that removed the rest succeeded. A re-apply of an
+unchanged platform makes no write request at all: objects are skipped by content hash and the inventory
+is written only when it differs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kfctl.app.bundle import Bundle, load_bundle
+from kfctl.app.cluster import ClusterRecord, identify
+from kfctl.app.generate import generate
+from kfctl.catalog.model import Catalog
+from kfctl.config.model import KfDef
+from kfctl.engine import inventory, labels
+from kfctl.engine.apply import ApplyOptions, ApplyResult, Engine
+from kfctl.engine.events import Event, Reporter
+from kfctl.engine.remove import RemoveOptions, RemoveResult, remove
+from kfctl.errors import ApiDeniedError, HealthError, KfctlError, PlanError
+from kfctl.k8s.api import Cluster
+from kfctl.objects import ObjectKey
+
+
+@dataclass
+class ApplySummary:
+    objects: int = 0
+    created: int = 0
+    configured: int = 0
+    unchanged: int = 0
+    pruned: int = 0
+    kept: list[str] = field(default_factory=list)
+    inventory_writes: int = 0
+    seconds: float = 0.0
+    requests: dict[str, Any] = field(default_factory=dict)
+    error: KfctlError | None = None
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.created or self.configured or self.pruned or self.inventory_writes)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "objects": self.objects,
+            "created": self.created,
+            "configured": self.configured,
+            "unchanged": self.unchanged,
+            "pruned": self.pruned,
+            "kept": self.kept,
+            "inventoryWrites": self.inventory_writes,
+            "seconds": round(self.seconds, 2),
+            "requests": self.requests,
+            "changed": self.changed,
+            "ok": self.error is None,
+        }
+
+
+def apply_kfdef(
+    kfdef: KfDef,
+    catalog: Catalog,
+    *,
+    open_cluster: Callable[[], Cluster],
+    reporter: Reporter,
+    options: ApplyOptions,
+    prune: RemoveOptions | None,
+    render: bool = True,
+) -> ApplySummary:
+    """Install or update the platform; the summary carries the error (if any) for the CLI to raise."""
+    start = time.monotonic()
+    if render:
+        generate(kfdef, catalog)
+    bundle = load_bundle(kfdef, catalog)
+    plan = bundle.plan()
+    cluster = open_cluster()
+    cluster_id = identify(cluster)
+    _preflight_namespaces(cluster, bundle)
+    summary = ApplySummary(objects=len(plan.objects()))
+
+    old = inventory.read(cluster, name=bundle.inventory_name, namespace=kfdef.namespace)
+    _ensure_inventory_namespace(cluster, bundle)
+    current = old or inventory.Inventory(bundle.inventory_name, kfdef.namespace, cluster_id)
+    current.cluster_id = current.cluster_id or cluster_id
+    merged = current.merged(bundle.members())
+    summary.inventory_writes += inventory.write(cluster, merged, previous=old)
+    ClusterRecord(cluster_id, cluster.info.server, cluster.info.context).save(kfdef.app_dir)
+
+    result = Engine(cluster, reporter, options=options, prepare=bundle.prepare).run(plan)
+    summary.created, summary.configured, summary.unchanged = (
+        len(result.created),
+        len(result.configured),
+        len(result.unchanged),
+    )
+    wanted = dict(bundle.members())
+    final = inventory.Inventory(merged.name, merged.namespace, merged.cluster_id)
+    for key, app in wanted.items():
+        final.members[key] = inventory.Member(key, app, result.uids.get(key) or _uid(merged, key))
+    removed: RemoveResult | None = None
+    if result.ok and prune is not None:
+        gone = [m for k, m in merged.members.items() if k not in wanted]
+        removed = remove(cluster, gone, applyset_id=bundle.applyset_id, reporter=reporter, options=prune, verb="Pruned")
+        summary.pruned = len(removed.removed)
+        summary.kept = [f"{k}: {why}" for k, why in removed.kept]
+        # Keep tracking what is still there (kept, stuck or failed) so a later run can remove it.
+        left = {k for k, _ in removed.kept + removed.stuck + removed.failed}
+        for key in left:
+            final.members[key] = merged.members[key]
+    else:
+        for key, m in merged.members.items():
+            final.members.setdefault(key, m)
+    summary.inventory_writes += inventory.write(cluster, final, previous=_after(merged, old))
+    summary.error = _error(result, removed)
+    summary.seconds = time.monotonic() - start
+    summary.requests = cluster.stats.as_dict()
+    return summary
+
+
+def _after(merged: inventory.Inventory, old: inventory.Inventory | None) -> inventory.Inventory | None:
+    """What the cluster holds now: ``merged`` if it was written, else ``old``."""
+    return merged if not merged.same_as(old) else old
+
+
+def _uid(inv: inventory.Inventory, key: ObjectKey) -> str:
+    m = inv.members.get(key)
+    return m.uid if m else ""
+
+
+def _preflight_namespaces(cluster: Cluster, bundle: Bundle) -> None:
+    """Namespaces objects go into that no application creates must exist already and not be terminating."""
+    keys = [k for k, _ in bundle.members()]
+    created = {k.name for k in keys if (k.group, k.kind) == ("", "Namespace")}
+    problems = []
+    for ns in sorted({k.namespace for k in keys if k.namespace} - created):
+        live = cluster.get("v1", "Namespace", namespace="", name=ns)
+        if live is None:
+            problems.append(f"namespace {ns} does not exist and no application creates it")
+        elif (live.get("status") or {}).get("phase") == "Terminating":
+            problems.append(f"namespace {ns} is being terminated")
+    if problems:
+        raise PlanError(
+            "objects target namespaces that are not available",
+            details=problems,
+            hint="create the namespace, or add an application that creates it",
+        )
+
+
+def _ensure_inventory_namespace(cluster: Cluster, bundle: Bundle) -> None:
+    """The inventory must be written before anything else, so its namespace may have to come first."""
+    ns = bundle.kfdef.namespace
+    if cluster.get("v1", "Namespace", namespace="", name=ns) is not None:
+        return
+    for app, objs in bundle.objects_by_app:
+        for obj in objs:
+            if obj.get("kind") == "Namespace" and (obj.get("metadata") or {}).get("name") == ns:
+                cluster.apply(
+                    labels.prepare(obj, applyset_id=bundle.applyset_id, kfdef_name=bundle.kfdef.name, application=app)
+                )
+                return
+    cluster.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+
+
+def _error(result: ApplyResult, removed: RemoveResult | None) -> KfctlError | None:
+    if result.failed or result.blocked:
+        details = []
+        for f in result.failed:
+            details.append(" ← ".join(f.chain) if f.chain else f"{f.subject}: {f.message}")
+        if result.blocked:
+            details.append(f"blocked behind them ({len(result.blocked)}):")
+            details += [f"  {b.subject}" for b in result.blocked[:30]]
+            if len(result.blocked) > 30:
+                details.append(f"  … and {len(result.blocked) - 30} more")
+        n = len(result.failed)
+        if any(f.denied for f in result.failed):
+            return ApiDeniedError(
+                f"the API server rejected {n} object(s)",
+                details=details,
+                hint="fix the object (the message quotes the server); retrying will not help",
+            )
+        return HealthError(
+            f"{n} object(s) did not become healthy" + (f"; {len(result.blocked)} blocked" if result.blocked else ""),
+            details=details,
+            hint="fix the root cause shown after the last ←, then re-run kfctl apply (it resumes)",
+        )
+    if removed is not None and not removed.ok:
+        details = [f"{k}: {why}" for k, why in removed.stuck + removed.failed]
+        return HealthError("prune did not finish", details=details, hint="remove the finalizers' owners, then re-run")
+    return None
+
+
+def note(reporter: Reporter, message: str) -> None:
+    reporter(Event("Inventory", "inventory", message))

@@ -1,0 +1,58 @@
+"""The rendered objects of a KfDef's applications and their dependencies: the input of every cluster command."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kfctl.catalog.model import Catalog
+from kfctl.config.model import KfDef
+from kfctl.engine import labels
+from kfctl.engine.inventory import applyset_id, parent_name
+from kfctl.errors import UsageError
+from kfctl.objects import Obj, ObjectKey, key_of, parse_stream
+from kfctl.plan.graph import Plan, Step, build_plan
+
+
+@dataclass(frozen=True)
+class Bundle:
+    kfdef: KfDef
+    objects_by_app: tuple[tuple[str, tuple[Obj, ...]], ...]
+    depends_on: dict[str, tuple[str, ...]]
+
+    @property
+    def inventory_name(self) -> str:
+        return parent_name(self.kfdef.name)
+
+    @property
+    def applyset_id(self) -> str:
+        return applyset_id(name=self.inventory_name, namespace=self.kfdef.namespace)
+
+    def members(self) -> list[tuple[ObjectKey, str]]:
+        return [(key_of(o), app) for app, objs in self.objects_by_app for o in objs]
+
+    def plan(self) -> Plan:
+        return build_plan(self.objects_by_app, depends_on=self.depends_on)
+
+    def prepare(self, step: Step) -> Obj:
+        """The object as kfctl applies it (labels + content hash)."""
+        assert step.obj is not None
+        return labels.prepare(step.obj, applyset_id=self.applyset_id, kfdef_name=self.kfdef.name, application=step.app)
+
+
+def load_bundle(kfdef: KfDef, catalog: Catalog) -> Bundle:
+    """Read APPDIR/rendered/<app>.yaml of every enabled application (run generate first)."""
+    apps = kfdef.enabled_applications()
+    by_component = {a.component: a.name for a in apps if a.component}
+    names = {a.name for a in apps}
+    out: list[tuple[str, tuple[Obj, ...]]] = []
+    deps: dict[str, tuple[str, ...]] = {}
+    for app in apps:
+        path = kfdef.app_dir / "rendered" / f"{app.name}.yaml"
+        if not path.is_file():
+            raise UsageError(f"{path} does not exist", hint=f"run `kfctl generate {kfdef.app_dir}` first")
+        out.append((app.name, tuple(parse_stream(path.read_text(encoding="utf-8"), source=str(path)))))
+        wanted = list(app.depends_on)
+        if app.component and app.component in catalog.components:
+            wanted += [by_component[c] for c in catalog.components[app.component].depends_on if c in by_component]
+        deps[app.name] = tuple(dict.fromkeys(d for d in wanted if d in names and d != app.name))
+    return Bundle(kfdef, tuple(out), deps)

@@ -1,0 +1,72 @@
+"""Opening the cluster for a command, and the messages for when it cannot be reached.
+
+The CLI passes --kubeconfig/--context through; this module turns "connection refused" into a ClusterError
+that names the kubeconfig, the context and the server, so the user knows which cluster was tried.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from kfctl.engine.inventory import cluster_identity
+from kfctl.errors import ApiDeniedError, ClusterError
+from kfctl.k8s.api import ApiError, Cluster, Unreachable
+from kfctl.k8s.client import connect
+
+RECORD = Path(".cache") / "cluster.json"
+
+
+def open_cluster(*, kubeconfig: str | None, context: str | None) -> Cluster:
+    return connect(kubeconfig=kubeconfig, context=context)
+
+
+def identify(cluster: Cluster) -> str:
+    """The cluster's identity (kube-system UID); the first request a command makes, so it checks reachability."""
+    try:
+        uid = cluster_identity(cluster)
+    except Unreachable as e:
+        raise unreachable(cluster, e) from e
+    except ApiError as e:
+        if e.status in (401, 403):
+            raise ApiDeniedError(
+                f"the API server at {cluster.info.server} refused our credentials: {e.message}",
+                hint=f"check the user of context {cluster.info.context!r} in {cluster.info.kubeconfig}",
+            ) from e
+        raise ClusterError(f"{cluster.info.describe()}: {e}") from e
+    if not uid:
+        raise ClusterError(f"{cluster.info.describe()}: namespace kube-system not found; is this a Kubernetes cluster?")
+    return uid
+
+
+def unreachable(cluster: Cluster, err: Exception) -> ClusterError:
+    return ClusterError(
+        f"cannot reach the cluster: {cluster.info.describe()}",
+        details=[str(err)],
+        hint="is the cluster running? check --kubeconfig/--context (or KUBECONFIG) point at it",
+    )
+
+
+@dataclass(frozen=True)
+class ClusterRecord:
+    """What APPDIR/.cache/cluster.json remembers about the cluster an app was applied to."""
+
+    cluster_id: str
+    server: str
+    context: str
+
+    @staticmethod
+    def load(app_dir: Path) -> ClusterRecord | None:
+        try:
+            data = json.loads((app_dir / RECORD).read_text(encoding="utf-8"))
+            return ClusterRecord(str(data["clusterId"]), str(data.get("server", "")), str(data.get("context", "")))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def save(self, app_dir: Path) -> None:
+        path = app_dir / RECORD
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps({"clusterId": self.cluster_id, "server": self.server, "context": self.context}, indent=2)
+        if not path.exists() or path.read_text(encoding="utf-8") != text + "\n":
+            path.write_text(text + "\n", encoding="utf-8")

@@ -1,0 +1,107 @@
+"""`kfctl delete`: uninstall what the inventory records, in reverse dependency order, on the right cluster.
+
+Refuses to run against a cluster other than the one the app directory was applied to (the kube-system UID
+recorded at apply time, in APPDIR/.cache/cluster.json and in the inventory) unless forced. PVCs and PVs
+stay unless storage deletion is asked for, and so do the namespaces holding them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kfctl.app.cluster import ClusterRecord, identify
+from kfctl.config.model import KfDef
+from kfctl.engine import inventory
+from kfctl.engine.events import Reporter
+from kfctl.engine.remove import RemoveOptions, remove
+from kfctl.errors import ClusterError, HealthError, KfctlError
+from kfctl.k8s.api import Cluster
+
+
+@dataclass
+class DeleteSummary:
+    found: bool = False
+    deleted: int = 0
+    kept: list[str] = field(default_factory=list)
+    stuck: list[str] = field(default_factory=list)
+    skipped: int = 0
+    seconds: float = 0.0
+    requests: dict[str, Any] = field(default_factory=dict)
+    error: KfctlError | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "found": self.found,
+            "deleted": self.deleted,
+            "kept": self.kept,
+            "stuck": self.stuck,
+            "skipped": self.skipped,
+            "seconds": round(self.seconds, 2),
+            "requests": self.requests,
+            "ok": self.error is None,
+        }
+
+
+def delete_kfdef(
+    kfdef: KfDef,
+    *,
+    open_cluster: Callable[[], Cluster],
+    reporter: Reporter,
+    delete_storage: bool,
+    force: bool,
+    wait_timeout: float,
+) -> DeleteSummary:
+    start = time.monotonic()
+    cluster = open_cluster()
+    cluster_id = identify(cluster)
+    summary = DeleteSummary()
+    inv = inventory.read(cluster, name=inventory.parent_name(kfdef.name), namespace=kfdef.namespace)
+    record = ClusterRecord.load(kfdef.app_dir)
+    recorded = [r for r in ((record.cluster_id if record else ""), (inv.cluster_id if inv else "")) if r]
+    if not force and any(r != cluster_id for r in recorded):
+        was = f" (server {record.server}, context {record.context})" if record else ""
+        raise ClusterError(
+            f"refusing to delete: {kfdef.app_dir} was applied to another cluster{was}; "
+            f"this is {cluster.info.describe()}",
+            details=[f"recorded cluster id {recorded[0]}, this cluster's id {cluster_id} (kube-system UID)"],
+            hint="point --kubeconfig/--context at the cluster you applied to, or pass --force",
+        )
+    if inv is None:
+        summary.seconds = time.monotonic() - start
+        summary.requests = cluster.stats.as_dict()
+        return summary
+    summary.found = True
+    options = RemoveOptions(
+        namespaces=True, crds=True, storage=delete_storage, wait_timeout=wait_timeout, storage_flag="--delete-storage"
+    )
+    result = remove(
+        cluster, inv.members.values(), applyset_id=inv.id, reporter=reporter, options=options, verb="Deleted"
+    )
+    summary.deleted = len(result.removed)
+    summary.skipped = len(result.skipped)
+    summary.kept = [f"{k}: {why}" for k, why in result.kept]
+    summary.stuck = [f"{k}: {why}" for k, why in result.stuck + result.failed]
+    left = {k for k, _ in result.kept + result.stuck + result.failed}
+    if left:
+        # Keep recording what is still there, so `kfctl delete --delete-storage` can finish the job later.
+        rest = inventory.Inventory(
+            inv.name, inv.namespace, inv.cluster_id, {k: m for k, m in inv.members.items() if k in left}
+        )
+        if cluster.get("v1", "Namespace", namespace="", name=inv.namespace) is not None:
+            inventory.write(cluster, rest, previous=inv)
+    else:
+        # Its namespace usually went with the rest; otherwise remove the record itself.
+        if cluster.get("v1", "Namespace", namespace="", name=inv.namespace) is not None:
+            inventory.delete(cluster, inv)
+    if result.stuck or result.failed:
+        summary.error = HealthError(
+            f"{len(summary.stuck)} object(s) were not deleted",
+            details=summary.stuck,
+            hint="objects stuck on finalizers wait for their controller; remove the finalizer only if it is gone",
+        )
+    summary.seconds = time.monotonic() - start
+    summary.requests = cluster.stats.as_dict()
+    return summary

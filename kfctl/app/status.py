@@ -1,0 +1,87 @@
+"""`kfctl status`: the health of every object kfctl recorded, per object and per application."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from kfctl.app.cluster import identify
+from kfctl.config.model import KfDef
+from kfctl.engine import inventory
+from kfctl.engine.probe import get_key, object_health
+from kfctl.health.model import Health, failed, progressing
+from kfctl.k8s.api import ApiError, Cluster, NoKindMatch
+from kfctl.objects import ObjectKey
+
+
+@dataclass(frozen=True)
+class ObjectStatus:
+    key: ObjectKey
+    application: str
+    health: Health
+
+
+@dataclass
+class StatusReport:
+    applied: bool
+    objects: list[ObjectStatus] = field(default_factory=list)
+
+    def by_application(self) -> dict[str, Health]:
+        out: dict[str, Health] = {}
+        apps: dict[str, list[ObjectStatus]] = {}
+        for o in self.objects:
+            apps.setdefault(o.application, []).append(o)
+        for app, objs in sorted(apps.items()):
+            bad = [o for o in objs if not o.health.ready]
+            if any(o.health.failed for o in bad):
+                out[app] = failed(f"{sum(o.health.failed for o in bad)} failed of {len(objs)}")
+            elif bad:
+                out[app] = progressing(f"{len(bad)} of {len(objs)} not ready")
+            else:
+                out[app] = Health("ready", f"{len(objs)} objects ready")
+        return out
+
+    @property
+    def healthy(self) -> bool:
+        return self.applied and all(o.health.ready for o in self.objects)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "applied": self.applied,
+            "healthy": self.healthy,
+            "applications": {a: {"state": h.state, "message": h.message} for a, h in self.by_application().items()},
+            "objects": [
+                {
+                    "object": str(o.key),
+                    "application": o.application,
+                    "state": o.health.state,
+                    "message": o.health.message,
+                }
+                for o in self.objects
+            ],
+        }
+
+
+def status_of(kfdef: KfDef, *, open_cluster: Callable[[], Cluster]) -> StatusReport:
+    cluster = open_cluster()
+    identify(cluster)
+    inv = inventory.read(cluster, name=inventory.parent_name(kfdef.name), namespace=kfdef.namespace)
+    if inv is None:
+        return StatusReport(applied=False)
+
+    def probe(m: inventory.Member) -> ObjectStatus:
+        try:
+            live = get_key(cluster, m.key)
+        except NoKindMatch:
+            live = None
+        except ApiError as e:
+            return ObjectStatus(m.key, m.application, failed(f"cannot read: {e.message}"))
+        if live is None:
+            return ObjectStatus(m.key, m.application, failed("missing"))
+        return ObjectStatus(m.key, m.application, object_health(cluster, live))
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        objects = list(pool.map(probe, sorted(inv.members.values(), key=lambda m: (m.application, m.key))))
+    return StatusReport(applied=True, objects=objects)

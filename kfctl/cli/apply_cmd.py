@@ -1,0 +1,118 @@
+"""`kfctl apply`: the command-line face of kfctl.app.apply."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from kfctl.app.apply import apply_kfdef
+from kfctl.app.cluster import open_cluster
+from kfctl.catalog.load import load_catalog
+from kfctl.cli.options import get_options, global_options
+from kfctl.cli.output import emit
+from kfctl.cli.progress import Duration, EventRenderer
+from kfctl.cli.target import kfdef_target, resolve_kfdef
+from kfctl.engine.apply import ApplyOptions
+from kfctl.engine.remove import RemoveOptions
+from kfctl.errors import EXIT_NO_CHANGES
+
+
+@click.command()
+@kfdef_target
+@click.option("--timeout", type=Duration(), default="30m", show_default=True, help="Limit for the whole run.")
+@click.option(
+    "--wait-timeout",
+    type=Duration(),
+    default="5m",
+    show_default=True,
+    help="Limit for one object to become healthy (from its first apply attempt).",
+)
+@click.option(
+    "--concurrency", type=click.IntRange(1, 64), default=8, show_default=True, help="API requests in flight at once."
+)
+@click.option(
+    "--recreate-immutable",
+    is_flag=True,
+    help="Delete and recreate objects whose immutable fields changed (otherwise: an error).",
+)
+@click.option("--no-prune", is_flag=True, help="Do not delete objects that are no longer rendered.")
+@click.option("--prune-namespaces", is_flag=True, help="Also prune Namespaces (and everything left in them).")
+@click.option("--prune-crds", is_flag=True, help="Also prune CRDs (deletes every object of their kinds).")
+@click.option("--prune-storage", is_flag=True, help="Also prune PersistentVolumeClaims and PersistentVolumes.")
+@click.option("--prune-all", is_flag=True, help="Same as --prune-namespaces --prune-crds --prune-storage.")
+@click.option("--skip-generate", is_flag=True, help="Apply APPDIR/rendered as it is, without rendering first.")
+@global_options
+def apply(
+    app_dir: Path | None,
+    kfdef_file: Path | None,
+    timeout: float,
+    wait_timeout: float,
+    concurrency: int,
+    recreate_immutable: bool,
+    no_prune: bool,
+    prune_namespaces: bool,
+    prune_crds: bool,
+    prune_storage: bool,
+    prune_all: bool,
+    skip_generate: bool,
+) -> None:
+    """Render, then apply every object in dependency order, wait until healthy, prune what was removed.
+
+    Server-side apply (field manager kfctl). Custom resources wait for their CRD, objects a
+    failurePolicy=Fail webhook admits wait for that webhook's backend, applications wait for
+    the ones they depend on. Transient errors are retried; denials stop the run. Unchanged
+    objects are skipped, so re-applying an unchanged platform writes nothing (exit 10).
+
+    \b
+    Exit codes: 0 applied, 10 nothing changed, 6 cluster unreachable, 7 denied, 8 unhealthy.
+    \b
+    Examples:
+      kfctl apply demo
+      kfctl apply -f demo/kfdef.yaml --wait-timeout 10m -o json
+    """
+    opts = get_options()
+    kfdef = resolve_kfdef(app_dir, kfdef_file)
+    options = ApplyOptions(
+        concurrency=concurrency, wait_timeout=wait_timeout, timeout=timeout, recreate_immutable=recreate_immutable
+    )
+    prune = (
+        None
+        if no_prune
+        else RemoveOptions(
+            namespaces=prune_namespaces or prune_all,
+            crds=prune_crds or prune_all,
+            storage=prune_storage or prune_all,
+            wait_timeout=wait_timeout,
+        )
+    )
+    with EventRenderer(opts) as renderer:
+        summary = apply_kfdef(
+            kfdef,
+            load_catalog(),
+            open_cluster=lambda: open_cluster(kubeconfig=opts.kubeconfig, context=opts.context),
+            reporter=renderer,
+            options=options,
+            prune=prune,
+            render=not skip_generate,
+        )
+    s = summary
+    text = (
+        f"{s.objects} objects: {s.created} created, {s.configured} configured, {s.unchanged} unchanged, "
+        f"{s.pruned} pruned in {s.seconds:.1f}s ({s.requests.get('writes', 0)} write requests, "
+        f"{s.requests.get('total', 0)} in all)"
+    )
+    if s.kept:
+        text += "\nKept (not pruned without a flag):\n" + "\n".join(f"  {k}" for k in s.kept)
+    data = {"summary": s.as_dict()}
+    if opts.output == "json":
+        click.echo(json.dumps(data, sort_keys=True))
+    elif s.error is None:
+        emit(opts, data, text)
+    else:
+        click.echo(text, err=True)
+    if s.error is not None:
+        raise s.error
+    if not s.changed:
+        opts.exit_code = EXIT_NO_CHANGES

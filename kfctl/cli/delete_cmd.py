@@ -1,0 +1,70 @@
+"""`kfctl delete`: the command-line face of kfctl.app.delete."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from kfctl.app.cluster import open_cluster
+from kfctl.app.delete import delete_kfdef
+from kfctl.cli.options import get_options, global_options
+from kfctl.cli.output import emit
+from kfctl.cli.progress import Duration, EventRenderer
+from kfctl.cli.target import kfdef_target, resolve_kfdef
+from kfctl.errors import EXIT_NO_CHANGES
+
+
+@click.command()
+@kfdef_target
+@click.option("--delete-storage", is_flag=True, help="Also delete PersistentVolumeClaims/PVs (data is lost).")
+@click.option("--force", is_flag=True, help="Delete even from a cluster other than the one applied to.")
+@click.option(
+    "--wait-timeout",
+    type=Duration(),
+    default="5m",
+    show_default=True,
+    help="Limit for each phase's objects to be gone.",
+)
+@global_options
+def delete(
+    app_dir: Path | None, kfdef_file: Path | None, delete_storage: bool, force: bool, wait_timeout: float
+) -> None:
+    """Uninstall everything kfctl applied for this KfDef, in reverse dependency order.
+
+    Webhooks and API services go first, custom resources while their controllers still run,
+    then CRDs, workloads, RBAC, namespaces last; each phase waits until its objects are gone and
+    names objects stuck on finalizers. PVCs (and the namespaces holding them) stay unless
+    --delete-storage. Only objects still carrying kfctl's label and UID are touched.
+
+    \b
+    Examples:
+      kfctl delete demo
+      kfctl delete demo --delete-storage
+    """
+    opts = get_options()
+    kfdef = resolve_kfdef(app_dir, kfdef_file)
+    with EventRenderer(opts) as renderer:
+        s = delete_kfdef(
+            kfdef,
+            open_cluster=lambda: open_cluster(kubeconfig=opts.kubeconfig, context=opts.context),
+            reporter=renderer,
+            delete_storage=delete_storage,
+            force=force,
+            wait_timeout=wait_timeout,
+        )
+    if not s.found:
+        text = f"Nothing to delete: no kfctl inventory for {kfdef.name} in namespace {kfdef.namespace}"
+    else:
+        text = f"Deleted {s.deleted} object(s) in {s.seconds:.1f}s"
+        if s.kept:
+            text += "\nKept:\n" + "\n".join(f"  {k}" for k in s.kept)
+    if opts.output == "json":
+        click.echo(json.dumps({"summary": s.as_dict()}, sort_keys=True))
+    else:
+        emit(opts, {}, text)
+    if s.error is not None:
+        raise s.error
+    if not s.found:
+        opts.exit_code = EXIT_NO_CHANGES

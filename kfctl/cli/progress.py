@@ -1,0 +1,142 @@
+"""Rendering engine events: a rich live view on a terminal, plain lines otherwise, JSON lines with -o json.
+
+The engine calls the renderer from its scheduling thread only, so no locking is needed here.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import Counter
+from types import TracebackType
+from typing import TextIO
+
+import click
+from rich.console import Console
+from rich.status import Status
+
+from kfctl.cli.context import GlobalOptions
+from kfctl.engine.events import Event
+
+# Shown without -v; the rest (Unchanged, Healthy of unwaited kinds …) only with -v.
+_ALWAYS = {
+    "Created",
+    "Configured",
+    "Recreated",
+    "Failed",
+    "Blocked",
+    "Pruned",
+    "Deleted",
+    "Kept",
+    "Stuck",
+    "Retrying",
+    "Skipped",
+}
+_STYLE = {
+    "Failed": "bold red",
+    "Blocked": "red",
+    "Stuck": "red",
+    "Retrying": "yellow",
+    "Waiting": "yellow",
+    "Healthy": "green",
+    "Created": "cyan",
+    "Configured": "cyan",
+    "Pruned": "magenta",
+    "Deleted": "magenta",
+    "Kept": "blue",
+    "Skipped": "blue",
+}
+
+
+class EventRenderer:
+    """A reporter for the engine; use as a context manager around the run."""
+
+    def __init__(self, opts: GlobalOptions, *, stream: TextIO | None = None) -> None:
+        self.opts = opts
+        self.stream = stream or sys.stdout
+        self.start = time.monotonic()
+        self.counts: Counter[str] = Counter()
+        self.waiting: dict[str, str] = {}
+        self.tty = self.stream.isatty() and opts.output == "text" and not opts.quiet
+        self.console = Console(file=self.stream, highlight=False) if self.tty else None
+        self.status: Status | None = None
+
+    def __enter__(self) -> EventRenderer:
+        if self.console is not None:
+            self.status = self.console.status("starting…")
+            self.status.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self.status is not None:
+            self.status.stop()
+
+    def __call__(self, event: Event) -> None:
+        self.counts[event.type] += 1
+        if event.type in ("Waiting", "Retrying"):
+            self.waiting[event.subject] = event.message
+        elif event.type not in ("Created", "Configured", "Unchanged", "Recreated"):
+            self.waiting.pop(event.subject, None)
+        if self.opts.output == "json":
+            click.echo(json.dumps(event.as_dict(), sort_keys=True), file=self.stream)
+            return
+        if self.opts.quiet and event.type not in ("Failed", "Stuck"):
+            return
+        show = event.type in _ALWAYS or self.opts.verbose > 0
+        if self.console is not None:
+            if show:
+                self.console.print(self._line(event), style=_STYLE.get(event.type, ""), markup=False)
+            if self.status is not None:
+                self.status.update(self._status_text())
+        elif show:
+            click.echo(self._line(event), file=self.stream)
+
+    def _line(self, event: Event) -> str:
+        elapsed = event.at - (time.time() - (time.monotonic() - self.start))
+        text = f"[{max(0.0, elapsed):6.1f}s] {event.type:<10} {event.subject}"
+        if event.message:
+            text += f": {event.message}"
+        return text
+
+    def _status_text(self) -> str:
+        done = sum(self.counts[k] for k in ("Created", "Configured", "Unchanged", "Recreated"))
+        parts = [f"{done} applied", f"{self.counts['Healthy']} healthy"]
+        if self.counts["Pruned"] or self.counts["Deleted"]:
+            parts.append(f"{self.counts['Pruned'] + self.counts['Deleted']} removed")
+        head = ", ".join(parts)
+        if self.waiting:
+            subject, message = next(iter(self.waiting.items()))
+            more = f" (+{len(self.waiting) - 1} more)" if len(self.waiting) > 1 else ""
+            return f"{head} — waiting for {subject}: {message}{more}"
+        return head
+
+
+def parse_duration(text: str) -> float:
+    """ "90", "90s", "5m", "1h30m" → seconds."""
+    units = {"s": 1, "m": 60, "h": 3600}
+    total, num = 0.0, ""
+    for ch in text.strip():
+        if ch.isdigit() or ch == ".":
+            num += ch
+        elif ch in units and num:
+            total += float(num) * units[ch]
+            num = ""
+        else:
+            raise click.BadParameter(f"{text!r} is not a duration (e.g. 90s, 5m, 1h)")
+    if num:
+        total += float(num)
+    if total <= 0:
+        raise click.BadParameter(f"{text!r} must be positive")
+    return total
+
+
+class Duration(click.ParamType):  # type: ignore[type-arg]
+    name = "duration"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, (int, float)):
+            return float(value)
+        return parse_duration(str(value))

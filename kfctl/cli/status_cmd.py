@@ -1,0 +1,46 @@
+"""`kfctl status`: health per application and per object, from the inventory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from kfctl.app.cluster import open_cluster
+from kfctl.app.status import status_of
+from kfctl.cli.options import get_options, global_options
+from kfctl.cli.output import emit
+from kfctl.cli.target import kfdef_target, resolve_kfdef
+from kfctl.errors import HealthError
+
+
+@click.command()
+@kfdef_target
+@click.option("--all", "show_all", is_flag=True, help="List ready objects too, not only the ones that are not.")
+@global_options
+def status(app_dir: Path | None, kfdef_file: Path | None, show_all: bool) -> None:
+    """Show the health of every application and object kfctl applied (exit 8 if any is unhealthy).
+
+    \b
+    Example:
+      kfctl status demo --all
+    """
+    opts = get_options()
+    kfdef = resolve_kfdef(app_dir, kfdef_file)
+    report = status_of(kfdef, open_cluster=lambda: open_cluster(kubeconfig=opts.kubeconfig, context=opts.context))
+    if not report.applied:
+        emit(opts, report.as_dict(), f"{kfdef.name} is not applied to this cluster (no inventory found)")
+        return
+    lines = ["APPLICATION            STATE        DETAIL"]
+    for app, h in report.by_application().items():
+        lines.append(f"{app:<22} {h.state:<12} {h.message}")
+    shown = [o for o in report.objects if show_all or not o.health.ready]
+    if shown:
+        lines.append("")
+        lines.append("OBJECT" + " " * 60 + "STATE        DETAIL")
+        for o in shown:
+            lines.append(f"{o.key!s:<66} {o.health.state:<12} {o.health.message}")
+    emit(opts, report.as_dict(), "\n".join(lines))
+    if not report.healthy:
+        bad = sum(1 for o in report.objects if not o.health.ready)
+        raise HealthError(f"{bad} object(s) are not healthy")

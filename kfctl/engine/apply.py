@@ -1,0 +1,420 @@
+"""The scheduler: apply every unblocked step, wait on health, unblock dependents, explain what is stuck.
+
+A kapp-style loop on one thread; API calls run in a bounded thread pool. Each object is server-side
+applied (unless its content hash says the live object already matches), then polled with its kind's
+health rule until ready, failed or timed out. Transient API errors are retried with backoff within the
+object's wait timeout; denials stop the run at once (no new applies start). Nothing here prints: progress
+goes to the reporter as :class:`~kfctl.engine.events.Event` values.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Literal
+
+from kfctl.engine import labels
+from kfctl.engine.events import Event, EventType, Reporter
+from kfctl.engine.probe import backend_health, object_health, workload_problems
+from kfctl.engine.retry import Classified, backoff, classify
+from kfctl.health.model import Health, progressing, ready
+from kfctl.k8s.api import ApiError, Cluster
+from kfctl.objects import Obj, ObjectKey
+from kfctl.plan.graph import Plan, Step, topological_order
+
+State = Literal["pending", "applying", "waiting", "ready", "failed", "blocked"]
+TERMINAL = ("ready", "failed", "blocked")
+
+
+@dataclass(frozen=True)
+class ApplyOptions:
+    concurrency: int = 8
+    wait_timeout: float = 300.0  # per step, from its first apply attempt
+    timeout: float = 1800.0  # the whole run
+    recreate_immutable: bool = False
+    poll_interval: float = 1.0
+
+
+@dataclass
+class Failure:
+    subject: str
+    message: str
+    chain: tuple[str, ...]
+    denied: bool = False
+
+
+@dataclass
+class ApplyResult:
+    created: list[str] = field(default_factory=list)
+    configured: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    failed: list[Failure] = field(default_factory=list)
+    blocked: list[Failure] = field(default_factory=list)
+    uids: dict[ObjectKey, str] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed and not self.blocked
+
+    @property
+    def changed(self) -> int:
+        return len(self.created) + len(self.configured)
+
+
+@dataclass
+class _Track:
+    step: Step
+    state: State = "pending"
+    started: float | None = None  # first apply attempt
+    attempts: int = 0
+    not_before: float = 0.0
+    next_check: float = 0.0
+    checking: bool = False
+    health: Health | None = None
+    last_message: str = ""
+    live: Obj | None = None
+
+
+@dataclass
+class _ApplyOutcome:
+    verdict: Literal["created", "configured", "unchanged", "recreated"]
+    live: Obj
+
+
+class Engine:
+    def __init__(
+        self,
+        cluster: Cluster,
+        reporter: Reporter,
+        *,
+        options: ApplyOptions,
+        prepare: Callable[[Step], Obj],
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.cluster = cluster
+        self.report = reporter
+        self.options = options
+        self.prepare = prepare
+        self.clock = clock
+        self.sleep = sleep
+
+    # --- public --------------------------------------------------------------------------------------
+    def run(self, plan: Plan) -> ApplyResult:
+        start = self.clock()
+        deadline = start + self.options.timeout
+        order = topological_order(plan)
+        tracks = {sid: _Track(plan.steps[sid]) for sid in order}
+        result = ApplyResult()
+        denied = False
+        pool = ThreadPoolExecutor(max_workers=self.options.concurrency, thread_name_prefix="kfctl-apply")
+        futures: dict[Future[object], tuple[str, str]] = {}
+        try:
+            while any(t.state not in TERMINAL for t in tracks.values()):
+                now = self.clock()
+                if now > deadline:
+                    self._time_out_all(plan, tracks, result, f"the overall --timeout of {self.options.timeout:g}s")
+                    break
+                for sid in order:
+                    t = tracks[sid]
+                    if t.state == "pending":
+                        self._maybe_start(plan, tracks, sid, t, now, futures, pool, result, stop=denied)
+                    elif t.state == "waiting" and not t.checking and now >= t.next_check:
+                        if t.started is not None and now - t.started > self.options.wait_timeout:
+                            self._fail(plan, tracks, t, result, self._timeout_message(t))
+                            continue
+                        t.checking = True
+                        futures[pool.submit(self._check, t.step)] = (sid, "check")
+                if not futures:
+                    if all(t.state in TERMINAL for t in tracks.values()):
+                        break
+                    self.sleep(0.05)
+                    continue
+                done, _ = wait(list(futures), timeout=0.2, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    sid, what = futures.pop(fut)
+                    t = tracks[sid]
+                    if what == "apply":
+                        denied = self._after_apply(plan, tracks, t, fut, result) or denied
+                    else:
+                        self._after_check(plan, tracks, t, fut, result)
+                if denied and not any(what == "apply" for _, what in futures.values()):
+                    self._stop_after_denial(plan, tracks, result)
+                    break
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        result.seconds = self.clock() - start
+        return result
+
+    # --- scheduling ------------------------------------------------------------------------------------
+    def _maybe_start(
+        self,
+        plan: Plan,
+        tracks: dict[str, _Track],
+        sid: str,
+        t: _Track,
+        now: float,
+        futures: dict[Future[object], tuple[str, str]],
+        pool: ThreadPoolExecutor,
+        result: ApplyResult,
+        *,
+        stop: bool,
+    ) -> None:
+        edges = plan.deps.get(sid, [])
+        for e in edges:
+            dep = tracks[e.dependency]
+            if dep.state in ("failed", "blocked"):
+                self._block(plan, tracks, t, result, e.dependency)
+                return
+        if stop or now < t.not_before:
+            return
+        for e in edges:
+            dep = tracks[e.dependency]
+            if e.rule.order_only and dep.state in ("waiting", "ready"):
+                continue
+            if dep.state != "ready":
+                return
+        if t.started is None:
+            t.started = now
+        step = t.step
+        if step.kind == "application":
+            self._ready(t, ready("all objects ready"), quiet=True)
+            return
+        if step.kind == "webhook-backend":
+            t.state = "waiting"
+            t.next_check = now
+            return
+        in_flight = sum(1 for _, what in futures.values() if what == "apply")
+        if in_flight >= self.options.concurrency:
+            return
+        t.state = "applying"
+        t.attempts += 1
+        futures[pool.submit(self._apply, step)] = (sid, "apply")
+
+    def _apply(self, step: Step) -> _ApplyOutcome:
+        """Runs in a worker: skip when the live object carries the same content hash, else SSA."""
+        desired = self.prepare(step)
+        assert step.key is not None
+        res = self.cluster.resource(str(desired["apiVersion"]), str(desired["kind"]))
+        live = self.cluster.get(res.api_version, step.key.kind, namespace=step.key.namespace, name=step.key.name)
+        same = live is not None and labels.applied_hash(live) == labels.desired_hash(desired)
+        if live is not None and same and not (live.get("metadata") or {}).get("deletionTimestamp"):
+            return _ApplyOutcome("unchanged", live)
+        try:
+            out = self.cluster.apply(desired)
+        except ApiError as e:
+            c = classify(e)
+            if c.verdict != "immutable" or not self.options.recreate_immutable or live is None:
+                raise
+            uid = (live.get("metadata") or {}).get("uid")
+            self.cluster.delete(
+                res.api_version, step.key.kind, namespace=step.key.namespace, name=step.key.name, uid=uid
+            )
+            deadline = time.monotonic() + self.options.wait_timeout
+            while (
+                self.cluster.get(res.api_version, step.key.kind, namespace=step.key.namespace, name=step.key.name)
+                is not None
+            ):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+            return _ApplyOutcome("recreated", self.cluster.apply(desired))
+        return _ApplyOutcome("configured" if live is not None else "created", out)
+
+    def _after_apply(
+        self, plan: Plan, tracks: dict[str, _Track], t: _Track, fut: Future[object], result: ApplyResult
+    ) -> bool:
+        """Record an apply's outcome; True when the API server denied it (the run stops)."""
+        sid = t.step.id
+        err = fut.exception()
+        if err is not None:
+            c = classify(err)
+            return self._apply_error(plan, tracks, t, c, result)
+        outcome = fut.result()
+        assert isinstance(outcome, _ApplyOutcome)
+        t.live = outcome.live
+        assert t.step.key is not None
+        uid = (outcome.live.get("metadata") or {}).get("uid")
+        if uid:
+            result.uids[t.step.key] = str(uid)
+        kind: EventType = {
+            "created": "Created",
+            "configured": "Configured",
+            "unchanged": "Unchanged",
+            "recreated": "Recreated",
+        }[outcome.verdict]  # type: ignore[assignment]
+        {
+            "created": result.created,
+            "configured": result.configured,
+            "recreated": result.configured,
+            "unchanged": result.unchanged,
+        }[outcome.verdict].append(sid)
+        self._emit(kind, t.step)
+        if t.step.wait:
+            t.state = "waiting"
+            t.next_check = self.clock()
+        else:
+            t.state = "ready"
+        return False
+
+    def _apply_error(
+        self, plan: Plan, tracks: dict[str, _Track], t: _Track, c: Classified, result: ApplyResult
+    ) -> bool:
+        now = self.clock()
+        if c.verdict == "transient":
+            elapsed = now - (t.started or now)
+            if elapsed > self.options.wait_timeout:
+                self._fail(plan, tracks, t, result, f"still failing after {elapsed:.0f}s: {c.message}")
+                return False
+            delay = backoff(t.attempts, retry_after=c.retry_after)
+            t.state = "pending"
+            t.not_before = now + delay
+            if c.message != t.last_message:
+                t.last_message = c.message
+                self._emit("Retrying", t.step, f"{c.message} (retrying in {delay:.1f}s)")
+            return False
+        if c.verdict == "immutable":
+            msg = (
+                f"immutable field(s) changed: {', '.join(c.fields)}; re-run with --recreate-immutable to delete "
+                f"and recreate it ({c.message})"
+            )
+            self._fail(plan, tracks, t, result, msg, denied=True)
+            return True
+        self._fail(plan, tracks, t, result, c.message, denied=True)
+        return c.verdict == "denied" or c.verdict == "fatal"
+
+    def _check(self, step: Step) -> Health:
+        if step.kind == "webhook-backend":
+            assert step.backend is not None
+            return backend_health(self.cluster, step.backend)
+        assert step.key is not None and step.obj is not None
+        res = self.cluster.resource(str(step.obj["apiVersion"]), step.key.kind)
+        live = self.cluster.get(res.api_version, step.key.kind, namespace=step.key.namespace, name=step.key.name)
+        if live is None:
+            return progressing("not found (deleted by someone else?)")
+        h = object_health(self.cluster, live)
+        if h.ready and step.key.kind == "CustomResourceDefinition":
+            # Its kinds are served now: forget the cached discovery so dependents map at once.
+            self.cluster.invalidate(str((step.obj.get("spec") or {}).get("group", "")))
+        return h
+
+    def _after_check(
+        self, plan: Plan, tracks: dict[str, _Track], t: _Track, fut: Future[object], result: ApplyResult
+    ) -> None:
+        t.checking = False
+        now = self.clock()
+        err = fut.exception()
+        if err is not None:
+            c = classify(err)
+            if c.verdict != "transient":
+                self._fail(plan, tracks, t, result, c.message)
+                return
+            h = progressing(c.message)
+        else:
+            h = fut.result()  # type: ignore[assignment]
+            assert isinstance(h, Health)
+        t.health = h
+        if h.ready:
+            self._ready(t, h)
+            return
+        if h.failed:
+            self._fail(plan, tracks, t, result, h.message)
+            return
+        if h.message != t.last_message:
+            t.last_message = h.message
+            self._emit("Waiting", t.step, h.message)
+        waited = now - (t.started or now)
+        t.next_check = now + min(self.options.poll_interval, 0.25 + waited / 10)
+
+    # --- outcomes --------------------------------------------------------------------------------------
+    def _ready(self, t: _Track, h: Health, *, quiet: bool = False) -> None:
+        t.state = "ready"
+        t.health = h
+        if not quiet:
+            self._emit("Healthy", t.step, h.message)
+
+    def _fail(
+        self,
+        plan: Plan,
+        tracks: dict[str, _Track],
+        t: _Track,
+        result: ApplyResult,
+        message: str,
+        *,
+        denied: bool = False,
+    ) -> None:
+        t.state = "failed"
+        t.last_message = message
+        detail = message
+        if t.step.key is not None and t.live is not None and not denied:
+            try:
+                problems = workload_problems(self.cluster, t.step.key, t.live)
+            except Exception:  # diagnosis is best effort; never mask the failure itself
+                problems = []
+            if problems:
+                detail = f"{message}: {'; '.join(problems)}"
+        t.last_message = detail
+        chain = (f"{t.step.id} {detail}",)
+        result.failed.append(Failure(t.step.id, detail, chain, denied=denied))
+        self._emit("Failed", t.step, detail, chain=chain)
+
+    def _block(self, plan: Plan, tracks: dict[str, _Track], t: _Track, result: ApplyResult, dep: str) -> None:
+        t.state = "blocked"
+        chain = (t.step.id, *self._chain(plan, tracks, dep))
+        msg = f"blocked: {' ← '.join(chain)}"
+        result.blocked.append(Failure(t.step.id, msg, chain))
+        self._emit("Blocked", t.step, msg, chain=chain)
+
+    def _chain(self, plan: Plan, tracks: dict[str, _Track], sid: str) -> tuple[str, ...]:
+        """From a step to the root cause: follow the first dependency that is not ready."""
+        out: list[str] = []
+        seen: set[str] = set()
+        while sid not in seen:
+            seen.add(sid)
+            t = tracks[sid]
+            nxt = next(
+                (e.dependency for e in plan.deps.get(sid, []) if tracks[e.dependency].state != "ready"),
+                None,
+            )
+            if nxt is None or t.state == "failed":
+                out.append(f"{sid} {t.last_message}".rstrip())
+                break
+            out.append(sid)
+            sid = nxt
+        return tuple(out)
+
+    def _timeout_message(self, t: _Track) -> str:
+        why = t.last_message or (t.health.message if t.health else "no status")
+        return f"not healthy after --wait-timeout {self.options.wait_timeout:g}s: {why}"
+
+    def _time_out_all(self, plan: Plan, tracks: dict[str, _Track], result: ApplyResult, what: str) -> None:
+        for sid in topological_order(plan):
+            t = tracks[sid]
+            if t.state in ("waiting", "applying"):
+                self._fail(plan, tracks, t, result, f"not healthy within {what}: {t.last_message or 'no status'}")
+        for sid in topological_order(plan):
+            t = tracks[sid]
+            if t.state == "pending":
+                dep = next(
+                    (e.dependency for e in plan.deps.get(sid, []) if tracks[e.dependency].state != "ready"), None
+                )
+                if dep is not None:
+                    self._block(plan, tracks, t, result, dep)
+                else:
+                    self._fail(plan, tracks, t, result, f"not applied within {what}: {t.last_message}")
+
+    def _stop_after_denial(self, plan: Plan, tracks: dict[str, _Track], result: ApplyResult) -> None:
+        for sid in topological_order(plan):
+            t = tracks[sid]
+            if t.state in TERMINAL:
+                continue
+            t.state = "blocked"
+            chain = (sid, "not attempted: the run stopped after the API server denied a request")
+            result.blocked.append(Failure(sid, chain[1], chain))
+            self._emit("Skipped", t.step, chain[1])
+
+    def _emit(self, kind: EventType, step: Step, message: str = "", *, chain: tuple[str, ...] = ()) -> None:
+        self.report(Event(kind, step.id, message, app=step.app, chain=chain))

@@ -1,0 +1,66 @@
+"""What the engine reports while it works. The CLI renders these (rich, plain lines or JSON lines).
+
+Events are plain values so tests can collect them in a list and assert on order and content.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+EventType = Literal[
+    "Created",
+    "Configured",
+    "Unchanged",
+    "Recreated",
+    "Waiting",
+    "Retrying",
+    "Healthy",
+    "Failed",
+    "Blocked",
+    "Pruned",
+    "Deleting",
+    "Deleted",
+    "Kept",
+    "Stuck",
+    "Skipped",
+    "Inventory",
+]
+
+
+@dataclass(frozen=True)
+class Event:
+    type: EventType
+    subject: str  # a step id: "Deployment.apps kubeflow/foo", "webhook backend kubeflow/svc"
+    message: str = ""
+    app: str = ""
+    chain: tuple[str, ...] = ()  # for Failed/Blocked: subject ← … ← root cause
+    at: float = field(default_factory=time.time)
+
+    def as_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"event": self.type, "subject": self.subject, "ts": round(self.at, 3)}
+        if self.message:
+            d["message"] = self.message
+        if self.app:
+            d["app"] = self.app
+        if self.chain:
+            d["chain"] = list(self.chain)
+        return d
+
+
+class Reporter(Protocol):
+    def __call__(self, event: Event) -> None: ...
+
+
+class EventLog:
+    """A reporter that keeps every event (tests, and summaries)."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def __call__(self, event: Event) -> None:
+        self.events.append(event)
+
+    def of(self, kind: EventType) -> list[Event]:
+        return [e for e in self.events if e.type == kind]

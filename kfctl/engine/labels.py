@@ -1,0 +1,59 @@
+"""The labels and annotations kfctl puts on what it applies, and the content hash that skips no-op writes.
+
+The hash covers the object exactly as kfctl would send it (labels included, hash annotation excluded), so
+any change in the rendered output, the kfctl app identity or the inventory id changes it. It cannot see
+drift made by others in fields kfctl owns; ``kfctl diff`` (a server-side dry run) does.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from kfctl.objects import Obj
+
+PART_OF = "applyset.kubernetes.io/part-of"
+APP_LABEL = "kfctl.kubeflow.org/app"  # the KfDef's name
+APPLICATION_LABEL = "kfctl.kubeflow.org/application"  # the application inside it
+HASH_ANNOTATION = "kfctl.kubeflow.org/applied-hash"
+
+
+def content_hash(obj: Mapping[str, Any]) -> str:
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def prepare(obj: Mapping[str, Any], *, applyset_id: str, kfdef_name: str, application: str) -> Obj:
+    """The object as applied: our labels on it and its content hash in an annotation."""
+    out: Obj = copy.deepcopy(dict(obj))
+    meta = out.setdefault("metadata", {})
+    labels = meta.setdefault("labels", {}) or {}
+    labels.update({PART_OF: applyset_id, APP_LABEL: kfdef_name, APPLICATION_LABEL: application})
+    meta["labels"] = labels
+    annotations = dict(meta.get("annotations") or {})
+    annotations.pop(HASH_ANNOTATION, None)
+    if annotations:
+        meta["annotations"] = annotations
+    else:
+        meta.pop("annotations", None)
+    digest = content_hash(out)
+    meta["annotations"] = {**annotations, HASH_ANNOTATION: digest}
+    return out
+
+
+def applied_hash(live: Mapping[str, Any] | None) -> str | None:
+    if not live:
+        return None
+    value = ((live.get("metadata") or {}).get("annotations") or {}).get(HASH_ANNOTATION)
+    return str(value) if value else None
+
+
+def desired_hash(obj: Mapping[str, Any]) -> str:
+    return str(obj["metadata"]["annotations"][HASH_ANNOTATION])
+
+
+def owned_by(live: Mapping[str, Any], applyset_id: str) -> bool:
+    return ((live.get("metadata") or {}).get("labels") or {}).get(PART_OF) == applyset_id

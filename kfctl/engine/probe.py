@@ -1,0 +1,132 @@
+"""Read the live state a step's health depends on (one object, or the facts behind a webhook backend).
+
+Runs in the engine's worker threads. Pure verdicts come from kfctl.health; this module only fetches.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from kfctl.health.model import Health, progressing
+from kfctl.health.pods import pod_problems
+from kfctl.health.registry import health_of
+from kfctl.health.webhook import BackendFacts, webhook_backend
+from kfctl.k8s.api import ApiError, Cluster, NoKindMatch
+from kfctl.objects import Obj, ObjectKey
+from kfctl.plan.graph import WebhookBackend
+from kfctl.plan.selectors import to_query
+
+DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
+WORKLOADS = frozenset({("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "DaemonSet"), ("batch", "Job")})
+
+
+def get_key(cluster: Cluster, key: ObjectKey) -> Obj | None:
+    res = cluster.resource_for_key(key)
+    return cluster.get(res.api_version, key.kind, namespace=key.namespace, name=key.name)
+
+
+def age_seconds(obj: Obj) -> float:
+    stamp = (obj.get("metadata") or {}).get("creationTimestamp")
+    if not stamp:
+        return 0.0
+    try:
+        created = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    except ValueError:
+        return 0.0
+    return (datetime.now(timezone.utc) - created).total_seconds()
+
+
+def object_health(cluster: Cluster, live: Obj) -> Health:
+    wfc = False
+    if live.get("kind") == "PersistentVolumeClaim" and (live.get("status") or {}).get("phase") != "Bound":
+        wfc = _wait_for_first_consumer(cluster, live)
+    return health_of(live, age_seconds=age_seconds(live), wait_for_first_consumer=wfc)
+
+
+def _wait_for_first_consumer(cluster: Cluster, pvc: Obj) -> bool:
+    name = (pvc.get("spec") or {}).get("storageClassName")
+    classes = cluster.list("storage.k8s.io/v1", "StorageClass")
+    for sc in classes:
+        meta = sc.get("metadata") or {}
+        is_default = (meta.get("annotations") or {}).get(DEFAULT_CLASS_ANNOTATION) == "true"
+        if (name and meta.get("name") == name) or (not name and is_default):
+            return sc.get("volumeBindingMode") == "WaitForFirstConsumer"
+    return False
+
+
+def backend_health(cluster: Cluster, backend: WebhookBackend) -> Health:
+    ca_set = True
+    for config_key, hook_name in backend.configs:
+        live = get_key(cluster, config_key)
+        if live is None:
+            return progressing(f"{config_key} is not registered")
+        if config_key.kind == "CustomResourceDefinition":
+            cc = (((live.get("spec") or {}).get("conversion") or {}).get("webhook") or {}).get("clientConfig") or {}
+            ca_set = ca_set and bool(cc.get("caBundle"))
+            continue
+        hooks = [h for h in live.get("webhooks") or [] if h.get("name") == hook_name]
+        ca_set = ca_set and bool(hooks) and all((h.get("clientConfig") or {}).get("caBundle") for h in hooks)
+    deployment = None
+    if backend.deployment is not None:
+        live_dep = get_key(cluster, backend.deployment)
+        deployment = object_health(cluster, live_dep) if live_dep else progressing("does not exist")
+    certificate = None
+    if backend.certificate is not None:
+        try:
+            live_cert = get_key(cluster, backend.certificate)
+        except NoKindMatch:  # cert-manager's CRD is missing: say so instead of failing the probe
+            live_cert = None
+        certificate = object_health(cluster, live_cert) if live_cert else progressing("does not exist")
+    facts = BackendFacts(
+        service=backend.label,
+        is_url=backend.service is None,
+        ca_bundle_set=ca_set,
+        ca_required=backend.service is not None,
+        deployment=deployment,
+        deployment_name=f"{backend.deployment.namespace}/{backend.deployment.name}" if backend.deployment else "",
+        certificate=certificate,
+        certificate_name=f"{backend.certificate.namespace}/{backend.certificate.name}" if backend.certificate else "",
+    )
+    if backend.service is not None:
+        svc = cluster.get("v1", "Service", namespace=backend.service.namespace, name=backend.service.name)
+        slices = cluster.list(
+            "discovery.k8s.io/v1",
+            "EndpointSlice",
+            namespace=backend.service.namespace,
+            label_selector=f"kubernetes.io/service-name={backend.service.name}",
+        )
+        ready = sum(
+            1
+            for s in slices
+            for ep in s.get("endpoints") or []
+            # The API says a missing "ready" means ready.
+            if (ep.get("conditions") or {}).get("ready", True) is not False
+        )
+        facts = BackendFacts(**{**facts.__dict__, "service_exists": svc is not None, "ready_endpoints": ready})
+    return webhook_backend(facts)
+
+
+def workload_problems(cluster: Cluster, key: ObjectKey, live: Obj) -> list[str]:
+    """Why a workload's pods are not ready (Unschedulable, ImagePullBackOff …), from its pods and events."""
+    if (key.group, key.kind) not in WORKLOADS:
+        return []
+    selector: dict[str, Any] = ((live.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    if key.kind == "Job":
+        selector = {"job-name": key.name}
+    if not selector:
+        return []
+    pods = cluster.list("v1", "Pod", namespace=key.namespace, label_selector=to_query(selector))
+    names = {(p.get("metadata") or {}).get("name") for p in pods}
+    events = [e for e in _events(cluster, key.namespace) if (e.get("involvedObject") or {}).get("name") in names]
+    problems = pod_problems(pods, events)
+    if not pods:
+        problems.append("no pods created (check the ReplicaSet's events: quota, admission, service account)")
+    return problems
+
+
+def _events(cluster: Cluster, namespace: str) -> list[Obj]:
+    try:
+        return cluster.list("v1", "Event", namespace=namespace)
+    except (ApiError, NoKindMatch):
+        return []

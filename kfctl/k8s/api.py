@@ -1,0 +1,145 @@
+"""What kfctl needs from a Kubernetes API server, as a typed protocol plus the errors it raises.
+
+This module does not import ``kubernetes``: the engine, the planner's callers and the tests depend on this
+protocol only, so a fake cluster (tests/fakecluster.py) can stand in for the real client
+(:mod:`kfctl.k8s.client`). Errors here are transport-level facts (status code, reason, message); deciding
+what is transient and what is a denial belongs to the engine.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from kfctl.objects import Obj, ObjectKey
+
+FIELD_MANAGER = "kfctl"
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+@dataclass(frozen=True)
+class Resource:
+    """The REST mapping of a kind: where its objects live in the API."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+
+@dataclass
+class RequestStats:
+    """Requests sent, counted by method; writes exclude dry runs. Thread-safe."""
+
+    by_method: Counter[str] = field(default_factory=Counter)
+    writes: int = 0
+    dry_runs: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def count(self, method: str, *, dry_run: bool = False) -> None:
+        with self._lock:
+            self.by_method[method] += 1
+            if dry_run:
+                self.dry_runs += 1
+            elif method in WRITE_METHODS:
+                self.writes += 1
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_method.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"total": self.total, "writes": self.writes, "dryRuns": self.dry_runs, "byMethod": dict(self.by_method)}
+
+
+class ApiError(Exception):
+    """The API server answered with a non-success status."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        reason: str = "",
+        retry_after: float | None = None,
+        causes: list[Mapping[str, Any]] | None = None,
+    ) -> None:
+        super().__init__(f"{status} {reason}: {message}" if reason else f"{status}: {message}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.retry_after = retry_after
+        self.causes: list[Mapping[str, Any]] = list(causes or [])
+
+
+class NotFound(ApiError):
+    def __init__(self, message: str = "not found") -> None:
+        super().__init__(404, message, reason="NotFound")
+
+
+class NoKindMatch(Exception):
+    """Discovery does not know the kind (its CRD is missing or not yet served)."""
+
+    def __init__(self, group: str, version: str, kind: str) -> None:
+        api = f"{group}/{version}" if group else version
+        super().__init__(f'no matches for kind "{kind}" in version "{api}"')
+        self.group, self.version, self.kind = group, version, kind
+
+
+class Unreachable(Exception):
+    """The connection to the API server failed (refused, reset, timed out, TLS)."""
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    """Where the client points, for messages and for delete's same-cluster check."""
+
+    server: str
+    context: str
+    kubeconfig: str
+
+    def describe(self) -> str:
+        return f"server {self.server} (context {self.context or '-'}, kubeconfig {self.kubeconfig or '-'})"
+
+
+class Cluster(Protocol):
+    """The operations kfctl performs. ``obj`` arguments carry apiVersion/kind/metadata."""
+
+    info: ClusterInfo
+    stats: RequestStats
+
+    def resource(self, api_version: str, kind: str) -> Resource:
+        """The REST mapping; raises NoKindMatch after one discovery refresh."""
+        ...
+
+    def resource_for_key(self, key: ObjectKey) -> Resource:
+        """The REST mapping of a group/kind at its preferred version."""
+        ...
+
+    def invalidate(self, group: str) -> None:
+        """Forget discovery for a group (after its CRD became Established)."""
+        ...
+
+    def get(self, api_version: str, kind: str, *, namespace: str, name: str) -> Obj | None:
+        """The live object, or None when it does not exist."""
+        ...
+
+    def list(
+        self, api_version: str, kind: str, *, namespace: str | None = None, label_selector: str | None = None
+    ) -> list[Obj]: ...
+
+    def apply(self, obj: Obj, *, force: bool = True, dry_run: bool = False) -> Obj:
+        """Server-side apply with field manager ``kfctl``; returns the object the server stored."""
+        ...
+
+    def delete(self, api_version: str, kind: str, *, namespace: str, name: str, uid: str | None = None) -> bool:
+        """Delete (background propagation, UID precondition when given); False when already gone."""
+        ...

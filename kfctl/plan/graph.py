@@ -1,0 +1,404 @@
+"""Build the apply plan: steps (objects plus virtual gates) and the edges between them.
+
+Two kinds of virtual steps exist besides objects: a *webhook backend* (ready when the Service a webhook
+calls has a ready endpoint, its CA is in place and its Deployment is Available) and an *application*
+(ready when all its steps are ready; what ``dependsOn`` points at). The planner works offline, from the
+rendered objects alone; it never talks to the cluster.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from kfctl.errors import PlanError
+from kfctl.health.registry import needs_wait
+from kfctl.objects import Obj, ObjectKey, key_of
+from kfctl.plan import rules
+from kfctl.plan.rules import EdgeRule
+from kfctl.plan.selectors import matches
+
+StepKind = Literal["object", "webhook-backend", "application"]
+
+
+@dataclass(frozen=True)
+class WebhookBackend:
+    """What a webhook calls: a Service (namespace/name) or a URL, and what makes it ready."""
+
+    service: ObjectKey | None
+    url: str
+    configs: tuple[tuple[ObjectKey, str], ...]  # (webhook configuration, webhook name) pointing here
+    deployment: ObjectKey | None
+    certificate: ObjectKey | None
+
+    @property
+    def label(self) -> str:
+        return f"{self.service.namespace}/{self.service.name}" if self.service else self.url
+
+
+@dataclass
+class Step:
+    id: str
+    kind: StepKind
+    app: str
+    key: ObjectKey | None = None
+    obj: Obj | None = None
+    backend: WebhookBackend | None = None
+    wait: bool = True
+
+
+@dataclass(frozen=True)
+class Edge:
+    dependency: str  # step id
+    rule: EdgeRule
+
+
+@dataclass
+class Application:
+    name: str
+    depends_on: tuple[str, ...] = ()
+
+
+@dataclass
+class Plan:
+    steps: dict[str, Step] = field(default_factory=dict)
+    deps: dict[str, list[Edge]] = field(default_factory=dict)
+    applications: list[Application] = field(default_factory=list)
+
+    def objects(self) -> list[Step]:
+        return [s for s in self.steps.values() if s.kind == "object"]
+
+    def dependents(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {sid: [] for sid in self.steps}
+        for sid, edges in self.deps.items():
+            for e in edges:
+                out[e.dependency].append(sid)
+        return out
+
+    def waves(self) -> list[list[str]]:
+        """Steps grouped by depth: wave n depends only on waves < n (what `kfctl plan` prints)."""
+        depth: dict[str, int] = {}
+        for sid in topological_order(self):
+            depth[sid] = 1 + max((depth[e.dependency] for e in self.deps.get(sid, [])), default=-1)
+        waves: list[list[str]] = [[] for _ in range(max(depth.values(), default=-1) + 1)]
+        for sid, d in depth.items():
+            waves[d].append(sid)
+        return [sorted(w) for w in waves]
+
+
+def object_id(key: ObjectKey) -> str:
+    return str(key)
+
+
+def backend_id(label: str) -> str:
+    return f"webhook backend {label}"
+
+
+def application_id(name: str) -> str:
+    return f"application {name}"
+
+
+def build_plan(objects_by_app: Sequence[tuple[str, Sequence[Obj]]], *, depends_on: Mapping[str, Sequence[str]]) -> Plan:
+    """The plan for applying every application's objects; ``depends_on`` maps application → applications.
+
+    Raises PlanError on a dependency cycle, printing it.
+    """
+    plan = Plan()
+    by_key: dict[ObjectKey, Step] = {}
+    for app, objs in objects_by_app:
+        plan.applications.append(Application(app, tuple(d for d in depends_on.get(app, ()) if d != app)))
+        for obj in objs:
+            key = key_of(obj)
+            step = Step(object_id(key), "object", app, key=key, obj=obj, wait=needs_wait(key.group, key.kind))
+            plan.steps[step.id] = step
+            plan.deps[step.id] = []
+            by_key[key] = step
+    _Builder(plan, by_key).build()
+    order = topological_order(plan)  # raises on a cycle
+    del order
+    return plan
+
+
+class _Builder:
+    def __init__(self, plan: Plan, by_key: dict[ObjectKey, Step]) -> None:
+        self.plan = plan
+        self.by_key = by_key
+        self.crds: dict[tuple[str, str], Step] = {}  # (group, kind) -> CRD step
+        self.plurals: dict[tuple[str, str], str] = dict(rules.BUILTIN_PLURALS)
+        for step in by_key.values():
+            if (step.key and step.key.kind == "CustomResourceDefinition") and step.obj:
+                spec = step.obj.get("spec") or {}
+                names = spec.get("names") or {}
+                gk = (str(spec.get("group", "")), str(names.get("kind", "")))
+                self.crds[gk] = step
+                self.plurals[gk] = str(names.get("plural") or rules.guess_plural(gk[1]))
+
+    def edge(self, src: Step, dst: Step | None, rule: EdgeRule) -> None:
+        if dst is None or dst.id == src.id:
+            return
+        edges = self.plan.deps.setdefault(src.id, [])
+        if not any(e.dependency == dst.id for e in edges):
+            edges.append(Edge(dst.id, rule))
+
+    def build(self) -> None:
+        steps = list(self.by_key.values())
+        for step in steps:
+            assert step.key is not None and step.obj is not None
+            self._structural(step, step.key, step.obj)
+        self._webhooks(steps)
+        self._applications(steps)
+
+    def _structural(self, step: Step, key: ObjectKey, obj: Obj) -> None:
+        crd = self.crds.get((key.group, key.kind))
+        self.edge(step, crd, rules.CRD)
+        if key.namespace:
+            self.edge(step, self.by_key.get(ObjectKey("", "Namespace", "", key.namespace)), rules.NAMESPACE)
+        spec = obj.get("spec") or {}
+        if key.kind in ("RoleBinding", "ClusterRoleBinding") and key.group == "rbac.authorization.k8s.io":
+            ref = obj.get("roleRef") or {}
+            ns = key.namespace if ref.get("kind") == "Role" else ""
+            self.edge(
+                step,
+                self.by_key.get(ObjectKey(key.group, str(ref.get("kind")), ns, str(ref.get("name")))),
+                rules.ROLE_REF,
+            )
+        path = rules.POD_SPEC_PATHS.get((key.group, key.kind))
+        if path:
+            pod: Any = obj
+            for part in path:
+                pod = (pod or {}).get(part) if isinstance(pod, Mapping) else None
+            if isinstance(pod, Mapping):
+                for kind, name in sorted(_pod_references(pod)):
+                    self.edge(step, self.by_key.get(ObjectKey("", kind, key.namespace, name)), rules.POD_REF)
+        if (key.group, key.kind) == ("", "PersistentVolumeClaim") and spec.get("storageClassName"):
+            sc = ObjectKey("storage.k8s.io", "StorageClass", "", str(spec["storageClassName"]))
+            self.edge(step, self.by_key.get(sc), rules.STORAGE_CLASS)
+        hints = ((obj.get("metadata") or {}).get("annotations") or {}).get(rules.HINT_ANNOTATION)
+        if hints:
+            for ref in str(hints).split(","):
+                self.edge(step, self._hint_target(ref.strip(), step), rules.HINT)
+
+    def _hint_target(self, ref: str, step: Step) -> Step:
+        """``Kind[.group]/namespace/name`` (empty namespace for cluster-scoped objects)."""
+        parts = ref.split("/")
+        if len(parts) != 3:
+            raise PlanError(
+                f"{step.id}: annotation {rules.HINT_ANNOTATION}: {ref!r} is not Kind[.group]/namespace/name"
+            )
+        kind, _, group = parts[0].partition(".")
+        target = self.by_key.get(ObjectKey(group, kind, parts[1], parts[2]))
+        if target is None:
+            raise PlanError(f"{step.id}: annotation {rules.HINT_ANNOTATION}: {ref} is not in the bundle")
+        return target
+
+    # --- webhooks ------------------------------------------------------------------------------------------
+    def _webhooks(self, steps: list[Step]) -> None:
+        backends: dict[str, Step] = {}
+        matchers: list[tuple[Mapping[str, Any], Step]] = []
+        for step in steps:
+            key, obj = step.key, step.obj
+            assert key is not None and obj is not None
+            if (key.group, key.kind) not in rules.WEBHOOK_CONFIG_KINDS:
+                continue
+            inject = ((obj.get("metadata") or {}).get("annotations") or {}).get(rules.INJECT_CA_ANNOTATION)
+            for hook in obj.get("webhooks") or []:
+                backend = self._backend(backends, step, hook, inject)
+                if hook.get("failurePolicy", "Fail") == "Fail":
+                    matchers.append((hook, backend))
+        for step, obj, key in ((s, s.obj, s.key) for s in steps):
+            assert key is not None and obj is not None
+            if (key.group, key.kind) in rules.WEBHOOK_CONFIG_KINDS:
+                continue
+            for hook, backend in matchers:
+                if self._admits(hook, key, obj):
+                    self.edge(step, backend, rules.WEBHOOK)
+            crd_conv = self._conversion_backend(backends, step, key, obj)
+            if crd_conv is not None:
+                # Custom resources of a CRD with a conversion webhook wait for that backend.
+                for other in steps:
+                    if other.key and self.crds.get((other.key.group, other.key.kind)) is step:
+                        self.edge(other, crd_conv, rules.CONVERSION)
+            if (key.group, key.kind) == ("apiregistration.k8s.io", "APIService"):
+                group = str((obj.get("spec") or {}).get("group", ""))
+                for other in steps:
+                    if other.key and other.key.group == group and other is not step:
+                        self.edge(other, step, rules.APISERVICE)
+
+    def _backend(self, backends: dict[str, Step], config: Step, hook: Mapping[str, Any], inject: Any) -> Step:
+        cc = hook.get("clientConfig") or {}
+        svc = cc.get("service")
+        service = ObjectKey("", "Service", str(svc.get("namespace", "")), str(svc.get("name", ""))) if svc else None
+        url = "" if svc else str(cc.get("url", ""))
+        label = f"{service.namespace}/{service.name}" if service else url
+        sid = backend_id(label)
+        assert config.key is not None
+        step = backends.get(sid)
+        cert = None
+        if isinstance(inject, str) and "/" in inject:
+            ns, name = inject.split("/", 1)
+            cert = ObjectKey("cert-manager.io", "Certificate", ns, name)
+        if step is None:
+            deployment = self._serving_deployment(service) if service else None
+            backend = WebhookBackend(service, url, ((config.key, str(hook.get("name"))),), deployment, cert)
+            step = Step(sid, "webhook-backend", config.app, backend=backend)
+            backends[sid] = step
+            self.plan.steps[sid] = step
+            self.plan.deps[sid] = []
+            if service:
+                self.edge(step, self.by_key.get(service), rules.BACKEND_SERVICE)
+            if deployment:
+                self.edge(step, self.by_key.get(deployment), rules.BACKEND_WORKLOAD)
+        else:
+            assert step.backend is not None
+            b = step.backend
+            step.backend = WebhookBackend(
+                b.service, b.url, (*b.configs, (config.key, str(hook.get("name")))), b.deployment, b.certificate or cert
+            )
+        if cert is not None:
+            self.edge(step, self.by_key.get(cert), rules.BACKEND_CERT)
+        self.edge(step, config, rules.BACKEND_CONFIG)
+        return step
+
+    def _serving_deployment(self, service: ObjectKey) -> ObjectKey | None:
+        svc = self.by_key.get(service)
+        selector = ((svc.obj or {}).get("spec") or {}).get("selector") if svc else None
+        if not selector:
+            return None
+        for step in self.by_key.values():
+            key = step.key
+            if key and key.kind == "Deployment" and key.group == "apps" and key.namespace == service.namespace:
+                labels = (((step.obj or {}).get("spec") or {}).get("template") or {}).get("metadata", {}).get("labels")
+                if labels and all(labels.get(k) == v for k, v in selector.items()):
+                    return key
+        return None
+
+    def _conversion_backend(self, backends: dict[str, Step], step: Step, key: ObjectKey, obj: Obj) -> Step | None:
+        if key.kind != "CustomResourceDefinition":
+            return None
+        conv = (obj.get("spec") or {}).get("conversion") or {}
+        if conv.get("strategy") != "Webhook":
+            return None
+        cc = (conv.get("webhook") or {}).get("clientConfig") or {}
+        inject = ((obj.get("metadata") or {}).get("annotations") or {}).get(rules.INJECT_CA_ANNOTATION)
+        return self._backend(backends, step, {"name": f"conversion {key.name}", "clientConfig": cc}, inject)
+
+    def _admits(self, hook: Mapping[str, Any], key: ObjectKey, obj: Obj) -> bool:
+        """Would the API server call this webhook when creating ``obj``? Best effort, offline."""
+        plural = self.plurals.get((key.group, key.kind)) or rules.guess_plural(key.kind)
+        scope = "Namespaced" if key.namespace else "Cluster"
+        labels = (obj.get("metadata") or {}).get("labels") or {}
+        if not matches(hook.get("objectSelector"), labels):
+            return False
+        if key.namespace and hook.get("namespaceSelector"):
+            ns_step = self.by_key.get(ObjectKey("", "Namespace", "", key.namespace))
+            ns_labels = dict(((ns_step.obj or {}).get("metadata") or {}).get("labels") or {}) if ns_step else {}
+            ns_labels["kubernetes.io/metadata.name"] = key.namespace
+            if not matches(hook.get("namespaceSelector"), ns_labels):
+                return False
+        for rule in hook.get("rules") or []:
+            ops = rule.get("operations") or []
+            if "CREATE" not in ops and "*" not in ops:
+                continue
+            groups = rule.get("apiGroups") or []
+            if "*" not in groups and key.group not in groups:
+                continue
+            resources = rule.get("resources") or []
+            if "*" not in resources and plural not in resources and "*/*" not in resources:
+                continue
+            if rule.get("scope", "*") not in ("*", scope):
+                continue
+            return True
+        return False
+
+    # --- applications ------------------------------------------------------------------------------------
+    def _applications(self, steps: list[Step]) -> None:
+        members: dict[str, list[Step]] = {}
+        for step in self.plan.steps.values():
+            members.setdefault(step.app, []).append(step)
+        app_steps: dict[str, Step] = {}
+        for app in self.plan.applications:
+            if not any(app.name in a.depends_on for a in self.plan.applications):
+                continue
+            s = Step(application_id(app.name), "application", app.name)
+            app_steps[app.name] = s
+            self.plan.steps[s.id] = s
+            self.plan.deps[s.id] = []
+            for m in members.get(app.name, []):
+                self.edge(s, m, rules.APP_MEMBER)
+        for app in self.plan.applications:
+            for dep in app.depends_on:
+                target = app_steps.get(dep)
+                for m in members.get(app.name, []):
+                    self.edge(m, target, rules.DEPENDS_ON)
+
+
+def _pod_references(pod: Mapping[str, Any]) -> Iterable[tuple[str, str]]:
+    if pod.get("serviceAccountName"):
+        yield "ServiceAccount", str(pod["serviceAccountName"])
+    for s in pod.get("imagePullSecrets") or []:
+        yield "Secret", str(s.get("name"))
+    for v in pod.get("volumes") or []:
+        if v.get("configMap"):
+            yield "ConfigMap", str(v["configMap"].get("name"))
+        if v.get("secret"):
+            yield "Secret", str(v["secret"].get("secretName"))
+        for src in (v.get("projected") or {}).get("sources") or []:
+            if src.get("configMap"):
+                yield "ConfigMap", str(src["configMap"].get("name"))
+            if src.get("secret"):
+                yield "Secret", str(src["secret"].get("name"))
+    for c in (pod.get("initContainers") or []) + (pod.get("containers") or []):
+        for ef in c.get("envFrom") or []:
+            if ef.get("configMapRef"):
+                yield "ConfigMap", str(ef["configMapRef"].get("name"))
+            if ef.get("secretRef"):
+                yield "Secret", str(ef["secretRef"].get("name"))
+        for env in c.get("env") or []:
+            ref = env.get("valueFrom") or {}
+            if ref.get("configMapKeyRef"):
+                yield "ConfigMap", str(ref["configMapKeyRef"].get("name"))
+            if ref.get("secretKeyRef"):
+                yield "Secret", str(ref["secretKeyRef"].get("name"))
+
+
+def topological_order(plan: Plan) -> list[str]:
+    """Dependencies first; a cycle is a PlanError that prints it, edge by edge."""
+    state: dict[str, int] = {}  # 1 visiting, 2 done
+    order: list[str] = []
+    for root in sorted(plan.steps):
+        if state.get(root):
+            continue
+        stack: list[tuple[str, int]] = [(root, 0)]
+        path: list[str] = []
+        while stack:
+            sid, i = stack.pop()
+            if i == 0:
+                state[sid] = 1
+                path.append(sid)
+            edges = sorted(plan.deps.get(sid, []), key=lambda e: e.dependency)
+            if i < len(edges):
+                stack.append((sid, i + 1))
+                nxt = edges[i].dependency
+                if state.get(nxt) == 1:
+                    raise _cycle_error(plan, [*path[path.index(nxt) :], nxt])
+                if not state.get(nxt):
+                    stack.append((nxt, 0))
+            else:
+                state[sid] = 2
+                path.pop()
+                order.append(sid)
+    return order
+
+
+def _cycle_error(plan: Plan, cycle: list[str]) -> PlanError:
+    details = []
+    for a, b in itertools.pairwise(cycle):
+        rule = next(e.rule for e in plan.deps[a] if e.dependency == b)
+        details.append(f"{a} waits for {b}: {rule.phrase}")
+    return PlanError(
+        "dependency cycle: " + " → ".join(cycle),
+        details=details,
+        hint=f"remove one of these dependencies (a {rules.HINT_ANNOTATION} annotation or a dependsOn entry)",
+    )

@@ -1,0 +1,137 @@
+"""Why X waits for Y: the ordering rules of kfctl as data.
+
+Every edge the planner draws names one of these rules; ``kfctl plan`` prints the rule's phrase next to
+the edge. Edges mean "apply after, and wait until the dependency is healthy" unless ``order_only``, which
+means "apply after the dependency was accepted by the server" (no health wait).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class EdgeRule:
+    name: str
+    phrase: str  # how `kfctl plan` explains the edge
+    order_only: bool
+
+
+CRD = EdgeRule("crd", "its CRD is Established (then the REST mapping is refreshed)", order_only=False)
+NAMESPACE = EdgeRule("namespace", "its Namespace is Active", order_only=False)
+ROLE_REF = EdgeRule("role-ref", "the role it binds exists", order_only=True)
+POD_REF = EdgeRule("pod-ref", "its pods reference it (ConfigMap/Secret/ServiceAccount)", order_only=True)
+STORAGE_CLASS = EdgeRule("storage-class", "its StorageClass exists", order_only=True)
+WEBHOOK = EdgeRule("webhook", "a failurePolicy=Fail webhook that admits it has a ready backend", order_only=False)
+CONVERSION = EdgeRule("conversion-webhook", "its CRD's conversion webhook backend is ready", order_only=False)
+APISERVICE = EdgeRule("apiservice", "the APIService serving its group is Available", order_only=False)
+DEPENDS_ON = EdgeRule("depends-on", "its application depends on this one (catalog/KfDef dependsOn)", order_only=False)
+HINT = EdgeRule("hint", "annotation kfctl.kubeflow.org/depends-on", order_only=False)
+BACKEND_SERVICE = EdgeRule("backend", "the webhook's Service", order_only=False)
+BACKEND_WORKLOAD = EdgeRule("backend", "the Deployment serving the webhook is Available", order_only=False)
+BACKEND_CERT = EdgeRule(
+    "backend", "the Certificate whose CA is injected (cert-manager.io/inject-ca-from) is Ready", False
+)
+BACKEND_CONFIG = EdgeRule("backend", "the webhook configuration is registered", order_only=True)
+APP_MEMBER = EdgeRule("member", "part of the application", order_only=False)
+
+HINT_ANNOTATION = "kfctl.kubeflow.org/depends-on"
+INJECT_CA_ANNOTATION = "cert-manager.io/inject-ca-from"
+
+# Where the pod spec sits in each pod-template owner.
+POD_SPEC_PATHS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("apps", "Deployment"): ("spec", "template", "spec"),
+    ("apps", "StatefulSet"): ("spec", "template", "spec"),
+    ("apps", "DaemonSet"): ("spec", "template", "spec"),
+    ("apps", "ReplicaSet"): ("spec", "template", "spec"),
+    ("batch", "Job"): ("spec", "template", "spec"),
+    ("batch", "CronJob"): ("spec", "jobTemplate", "spec", "template", "spec"),
+    ("", "Pod"): ("spec",),
+}
+
+# Resource names of built-in kinds, for matching webhook rules offline (CRDs in the bundle give theirs).
+BUILTIN_PLURALS: dict[tuple[str, str], str] = {
+    ("", "ConfigMap"): "configmaps",
+    ("", "Secret"): "secrets",
+    ("", "Service"): "services",
+    ("", "ServiceAccount"): "serviceaccounts",
+    ("", "Namespace"): "namespaces",
+    ("", "Pod"): "pods",
+    ("", "PersistentVolumeClaim"): "persistentvolumeclaims",
+    ("", "PersistentVolume"): "persistentvolumes",
+    ("", "Endpoints"): "endpoints",
+    ("", "LimitRange"): "limitranges",
+    ("", "ResourceQuota"): "resourcequotas",
+    ("apps", "Deployment"): "deployments",
+    ("apps", "StatefulSet"): "statefulsets",
+    ("apps", "DaemonSet"): "daemonsets",
+    ("apps", "ReplicaSet"): "replicasets",
+    ("batch", "Job"): "jobs",
+    ("batch", "CronJob"): "cronjobs",
+    ("rbac.authorization.k8s.io", "Role"): "roles",
+    ("rbac.authorization.k8s.io", "RoleBinding"): "rolebindings",
+    ("rbac.authorization.k8s.io", "ClusterRole"): "clusterroles",
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): "clusterrolebindings",
+    ("networking.k8s.io", "NetworkPolicy"): "networkpolicies",
+    ("networking.k8s.io", "Ingress"): "ingresses",
+    ("policy", "PodDisruptionBudget"): "poddisruptionbudgets",
+    ("storage.k8s.io", "StorageClass"): "storageclasses",
+    ("scheduling.k8s.io", "PriorityClass"): "priorityclasses",
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): "customresourcedefinitions",
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): "mutatingwebhookconfigurations",
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): "validatingwebhookconfigurations",
+    ("apiregistration.k8s.io", "APIService"): "apiservices",
+    ("autoscaling", "HorizontalPodAutoscaler"): "horizontalpodautoscalers",
+}
+
+WEBHOOK_CONFIG_KINDS = frozenset(
+    {
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+    }
+)
+
+
+def guess_plural(kind: str) -> str:
+    """English plural of a kind as Kubernetes forms it, for kinds neither built in nor in the bundle."""
+    low = kind.lower()
+    if low.endswith(("s", "x", "z", "ch", "sh")):
+        return low + "es"
+    if low.endswith("y") and low[-2:-1] not in "aeiou":
+        return low[:-1] + "ies"
+    return low + "s"
+
+
+# Delete order (kfctl delete, and prune): webhooks first so nothing calls a backend being removed; custom
+# resources while their controllers still run (finalizers); then their CRDs; workloads; the rest; RBAC;
+# storage; namespaces last (deleting one deletes everything left in it).
+DELETE_PHASES: tuple[str, ...] = (
+    "webhook configurations and API services",
+    "custom resources",
+    "custom resource definitions",
+    "workloads",
+    "services and configuration",
+    "RBAC",
+    "storage",
+    "namespaces",
+)
+_WORKLOAD_KINDS = frozenset({"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob", "Pod"})
+STORAGE_KINDS = frozenset({("", "PersistentVolumeClaim"), ("", "PersistentVolume")})
+
+
+def delete_phase(group: str, kind: str, *, builtin_groups: frozenset[str]) -> int:
+    if (group, kind) in WEBHOOK_CONFIG_KINDS or (group, kind) == ("apiregistration.k8s.io", "APIService"):
+        return 0
+    if group not in builtin_groups:
+        return 1
+    if kind == "CustomResourceDefinition":
+        return 2
+    if kind in _WORKLOAD_KINDS and group in ("apps", "batch", ""):
+        return 3
+    if group == "rbac.authorization.k8s.io":
+        return 5
+    if (group, kind) in STORAGE_KINDS:
+        return 6
+    if (group, kind) == ("", "Namespace"):
+        return 7
+    return 4

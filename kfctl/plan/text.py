@@ -1,0 +1,29 @@
+"""`kfctl plan` as text: waves of steps, each with what it waits for and why. Tests snapshot this text."""
+
+from __future__ import annotations
+
+from kfctl.plan.graph import Plan
+
+
+def format_plan(plan: Plan) -> str:
+    waves = plan.waves()
+    n_obj = len(plan.objects())
+    lines = [f"Plan: {n_obj} objects in {len(plan.applications)} application(s), {len(waves)} wave(s)"]
+    for app in plan.applications:
+        if app.depends_on:
+            lines.append(f"  application {app.name} after {', '.join(app.depends_on)}")
+    for i, wave in enumerate(waves, start=1):
+        lines.append("")
+        lines.append(f"Wave {i}")
+        for sid in wave:
+            step = plan.steps[sid]
+            if step.kind == "application":
+                lines.append(f"  {sid} ready when all its objects are")
+                continue
+            lines.append(f"  {sid}  [{step.app}]" + ("" if step.wait else "  (no wait)"))
+            for edge in sorted(plan.deps.get(sid, []), key=lambda e: e.dependency):
+                if edge.rule.name == "member":
+                    continue
+                verb = "after" if edge.rule.order_only else "waits for"
+                lines.append(f"      {verb} {edge.dependency}: {edge.rule.phrase}")
+    return "\n".join(lines)

@@ -1,0 +1,201 @@
+"""An in-memory stand-in for the API server, implementing kfctl.k8s.api.Cluster for hermetic engine tests.
+
+It is deliberately simple: apply replaces the object's spec (keeping status), kinds of a CRD are served
+only once the CRD is Established, and tests script everything else — statuses via ``on_apply`` hooks or
+``set_status``, failures via ``fail``. Every request is counted like the real client counts them.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import threading
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any
+
+from kfctl.k8s.api import ApiError, ClusterInfo, NoKindMatch, RequestStats, Resource
+from kfctl.objects import Obj, ObjectKey, group_of, key_of
+
+BUILTIN: dict[tuple[str, str], tuple[str, bool]] = {
+    ("", "Namespace"): ("namespaces", False),
+    ("", "ConfigMap"): ("configmaps", True),
+    ("", "Secret"): ("secrets", True),
+    ("", "Service"): ("services", True),
+    ("", "ServiceAccount"): ("serviceaccounts", True),
+    ("", "Pod"): ("pods", True),
+    ("", "Event"): ("events", True),
+    ("", "PersistentVolumeClaim"): ("persistentvolumeclaims", True),
+    ("apps", "Deployment"): ("deployments", True),
+    ("apps", "StatefulSet"): ("statefulsets", True),
+    ("apps", "DaemonSet"): ("daemonsets", True),
+    ("discovery.k8s.io", "EndpointSlice"): ("endpointslices", True),
+    ("rbac.authorization.k8s.io", "Role"): ("roles", True),
+    ("rbac.authorization.k8s.io", "RoleBinding"): ("rolebindings", True),
+    ("rbac.authorization.k8s.io", "ClusterRole"): ("clusterroles", False),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): ("clusterrolebindings", False),
+    ("storage.k8s.io", "StorageClass"): ("storageclasses", False),
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): ("customresourcedefinitions", False),
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): ("validatingwebhookconfigurations", False),
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): ("mutatingwebhookconfigurations", False),
+}
+VERSIONS = {"": "v1", "apps": "v1", "discovery.k8s.io": "v1", "rbac.authorization.k8s.io": "v1",
+            "storage.k8s.io": "v1", "apiextensions.k8s.io": "v1", "admissionregistration.k8s.io": "v1"}
+
+Hook = Callable[[Obj], None]
+
+
+def established(crd: Obj) -> None:
+    crd["status"] = {"conditions": [{"type": "Established", "status": "True"},
+                                    {"type": "NamesAccepted", "status": "True"}]}
+
+
+def available(dep: Obj) -> None:
+    n = (dep.get("spec") or {}).get("replicas", 1)
+    dep["status"] = {"observedGeneration": dep["metadata"]["generation"], "replicas": n, "updatedReplicas": n,
+                     "availableReplicas": n, "readyReplicas": n}
+
+
+class FakeCluster:
+    def __init__(self) -> None:
+        self.info = ClusterInfo(server="https://fake.invalid", context="fake", kubeconfig="-")
+        self.stats = RequestStats()
+        self.objects: dict[ObjectKey, Obj] = {}
+        self.writes: list[tuple[str, str]] = []  # (method, key) in order
+        self.hooks: dict[str, list[Hook]] = {}  # kind -> hooks run after each (non dry-run) apply
+        self.failures: dict[ObjectKey, list[Exception]] = {}
+        self._uids = itertools.count(1)
+        self._lock = threading.RLock()
+        self.hooks["Namespace"] = [lambda o: o.setdefault("status", {}).update({"phase": "Active"})]
+        self.hooks["Service"] = [lambda o: o["spec"].setdefault("clusterIP", "10.96.0.10")]
+        self.hooks["CustomResourceDefinition"] = [established]
+        self.hooks["Deployment"] = [available]
+        self.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kube-system", "uid": "cluster-1"},
+                  "status": {"phase": "Active"}})
+
+    # --- test controls -------------------------------------------------------------------------------
+    def put(self, obj: Obj) -> Obj:
+        """Create or replace an object as another actor would (no request counted)."""
+        obj = copy.deepcopy(obj)
+        meta = obj.setdefault("metadata", {})
+        meta.setdefault("uid", f"uid-{next(self._uids)}")
+        meta.setdefault("creationTimestamp", datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+        meta.setdefault("generation", 1)
+        with self._lock:
+            self.objects[key_of(obj)] = obj
+        return obj
+
+    def on_apply(self, kind: str, hook: Hook | None) -> None:
+        """Replace the hooks for a kind (None: objects of the kind get no status at all)."""
+        self.hooks[kind] = [hook] if hook else []
+
+    def fail(self, key: ObjectKey, *errors: Exception) -> None:
+        self.failures.setdefault(key, []).extend(errors)
+
+    def live(self, key: ObjectKey) -> Obj | None:
+        return self.objects.get(key)
+
+    # --- Cluster protocol ----------------------------------------------------------------------------
+    def resource(self, api_version: str, kind: str) -> Resource:
+        group = group_of(api_version)
+        version = api_version.split("/", 1)[-1]
+        if (group, kind) in BUILTIN:
+            plural, namespaced = BUILTIN[(group, kind)]
+            return Resource(group, version, kind, plural, namespaced)
+        with self._lock:
+            for k, crd in self.objects.items():
+                if k.kind != "CustomResourceDefinition":
+                    continue
+                spec = crd.get("spec") or {}
+                conds = {c["type"]: c["status"] for c in (crd.get("status") or {}).get("conditions") or []}
+                if spec.get("group") == group and spec["names"]["kind"] == kind and conds.get("Established") == "True":
+                    return Resource(group, version, kind, spec["names"]["plural"], spec.get("scope") == "Namespaced")
+        raise NoKindMatch(group, version, kind)
+
+    def resource_for_key(self, key: ObjectKey) -> Resource:
+        version = VERSIONS.get(key.group, "v1")
+        return self.resource(f"{key.group}/{version}" if key.group else version, key.kind)
+
+    def invalidate(self, group: str) -> None:
+        pass
+
+    def get(self, api_version: str, kind: str, *, namespace: str, name: str) -> Obj | None:
+        self.stats.count("GET")
+        res = self.resource(api_version, kind)
+        key = ObjectKey(res.group, kind, namespace if res.namespaced else "", name)
+        with self._lock:
+            obj = self.objects.get(key)
+            return copy.deepcopy(obj) if obj else None
+
+    def list(self, api_version: str, kind: str, *, namespace: str | None = None,
+             label_selector: str | None = None) -> list[Obj]:
+        self.stats.count("GET")
+        res = self.resource(api_version, kind)
+        wanted = dict(p.split("=", 1) for p in label_selector.split(",")) if label_selector else {}
+        with self._lock:
+            return [
+                copy.deepcopy(o)
+                for k, o in sorted(self.objects.items())
+                if k.group == res.group and k.kind == kind and (namespace is None or k.namespace == namespace)
+                and all(((o.get("metadata") or {}).get("labels") or {}).get(a) == b for a, b in wanted.items())
+            ]
+
+    def apply(self, obj: Obj, *, force: bool = True, dry_run: bool = False) -> Obj:
+        self.stats.count("PATCH", dry_run=dry_run)
+        key = key_of(obj)
+        self.resource(str(obj["apiVersion"]), key.kind)
+        with self._lock:
+            errors = self.failures.get(key)
+            if errors:
+                raise errors.pop(0)
+            if not dry_run:
+                self.writes.append(("PATCH", str(key)))
+            old = self.objects.get(key)
+            new = copy.deepcopy(obj)
+            meta = new.setdefault("metadata", {})
+            if old:
+                meta["uid"] = old["metadata"]["uid"]
+                meta["creationTimestamp"] = old["metadata"]["creationTimestamp"]
+                changed = {k: v for k, v in obj.items() if k != "metadata"} != {
+                    k: v for k, v in old.items() if k not in ("metadata", "status")}
+                meta["generation"] = old["metadata"].get("generation", 1) + (1 if changed else 0)
+                if "status" in old:
+                    new["status"] = old["status"]
+            if dry_run:
+                return new
+            stored = self.put(new)
+            for hook in self.hooks.get(key.kind, []):
+                hook(stored)
+            return copy.deepcopy(stored)
+
+    def delete(self, api_version: str, kind: str, *, namespace: str, name: str, uid: str | None = None) -> bool:
+        self.stats.count("DELETE")
+        res = self.resource(api_version, kind)
+        key = ObjectKey(res.group, kind, namespace if res.namespaced else "", name)
+        with self._lock:
+            obj = self.objects.get(key)
+            if obj is None:
+                return False
+            if uid and obj["metadata"]["uid"] != uid:
+                raise ApiError(409, "Precondition failed: UID in precondition does not match", reason="Conflict")
+            self.writes.append(("DELETE", str(key)))
+            if obj["metadata"].get("finalizers"):
+                obj["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+                return True
+            del self.objects[key]
+            if kind == "Namespace":
+                for k in [k for k in self.objects if k.namespace == name]:
+                    del self.objects[k]
+            return True
+
+
+def obj(api_version: str, kind: str, name: str, namespace: str = "", **fields: Any) -> Obj:
+    """A manifest, tersely: obj("apps/v1", "Deployment", "web", "ns", spec={...})."""
+    meta: dict[str, Any] = {"name": name}
+    if namespace:
+        meta["namespace"] = namespace
+    if "labels" in fields:
+        meta["labels"] = fields.pop("labels")
+    if "annotations" in fields:
+        meta["annotations"] = fields.pop("annotations")
+    return {"apiVersion": api_version, "kind": kind, "metadata": meta, **fields}
