@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fcntl
 import ipaddress
 import json
 import os
@@ -28,7 +29,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -169,7 +170,8 @@ def spawn(state: State, name: str, argv: list[str], *, env: dict[str, str] | Non
     proc = Proc(name=name, pid=child.pid, start_ticks=ticks or 0, argv=argv, log=str(log_path))
     state.procs.append(proc)
     state.save()  # recorded before anything waits on it, so `down` can always find it
-    # The Popen object is dropped on purpose: the process outlives this command and is stopped by pid.
+    # The process outlives this command and is stopped by its recorded pid. Marking the Popen object as
+    # finished keeps its destructor from warning about (or trying to reap) a child that is meant to run on.
     child.returncode = 0
     return proc
 
@@ -460,11 +462,17 @@ def up_local(state_dir: Path, *, webhooks: bool) -> State:
             procs=[apiserver, proc],
         )
 
+    # An explicit, empty configuration: a ~/.kwok/kwok.yaml (kwok's default) must not change the cluster.
+    # Without Stage objects in it, kwok runs its built-in stages (nodes Ready, pods Running, Job pods
+    # Succeeded, deleted pods gone).
+    kwok_config = state_dir / "kwok.yaml"
+    kwok_config.write_text("apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions: {}\n")
     kwok = spawn(
         state,
         "kwok",
         [
             str(bin_dir / "kwok"),
+            f"--config={kwok_config}",
             f"--kubeconfig={kubeconfig}",
             "--manage-all-nodes=true",
             f"--cidr={POD_CIDR}",
@@ -713,6 +721,19 @@ def choose_backend(args: argparse.Namespace) -> str:
     return "kind" if shutil.which("kind") and docker_works() else "local"
 
 
+@contextlib.contextmanager
+def state_lock(state_dir: Path) -> Iterator[None]:
+    """One `up` or `down` at a time per state dir (the lock file sits beside it: `down` removes the dir)."""
+    state_dir.parent.mkdir(parents=True, exist_ok=True)
+    with open(state_dir.parent / f".{state_dir.name}.lock", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"another up/down holds {lock.name}; waiting")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     state_dir = args.state_dir
     existing = State.load(state_dir)
@@ -877,6 +898,9 @@ def main(argv: list[str] | None = None) -> int:
         "check-loopback": cmd_check_loopback,
     }
     try:
+        if args.command in ("up", "down"):
+            with state_lock(args.state_dir):
+                return commands[args.command](args)
         return commands[args.command](args)
     except ClusterError as e:
         print(f"e2e/cluster {args.command}: {e}", file=sys.stderr)

@@ -5,6 +5,7 @@ settings fails clearly, `down` leaves none of its processes alive and none of it
 from __future__ import annotations
 
 import json
+import os
 import socket
 from pathlib import Path
 
@@ -86,3 +87,21 @@ def test_up_down_up(tmp_path: Path) -> None:
 def test_down_without_a_cluster_is_a_no_op(tmp_path: Path) -> None:
     result = run_cluster("down", "--state-dir", str(tmp_path / "nothing-here"))
     assert result.returncode == 0, result.stderr
+
+
+def test_loopback_check_sees_a_wildcard_listener() -> None:
+    """The check that guards the loopback-only rule does see a socket that is not on loopback."""
+    me = localcluster.Proc(name="pytest", pid=os.getpid(), start_ticks=0, argv=[], log="")
+    me.start_ticks = localcluster._start_ticks(me.pid) or 0
+    state = State(backend="local", state_dir="", kubeconfig="", procs=[me])
+    with socket.socket() as loopback:
+        loopback.bind(("127.0.0.1", 0))
+        loopback.listen()
+        assert localcluster.non_loopback_sockets(state) == []
+        with socket.socket() as wildcard:
+            wildcard.bind(("0.0.0.0", 0))
+            wildcard.listen()
+            port = wildcard.getsockname()[1]
+            assert localcluster.non_loopback_sockets(state) == [
+                f"pytest (pid {me.pid}): tcp listening on 0.0.0.0:{port}"
+            ]

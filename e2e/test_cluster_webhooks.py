@@ -14,9 +14,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import localcluster
 import pki
 import pytest
-from harness import api_client, poll
+from harness import Cluster, api_client, poll
 from kubernetes import client
 
 pytestmark = pytest.mark.e2e
@@ -60,7 +61,7 @@ def webhook_api(webhook_kubeconfig: str) -> Iterator[Any]:
     api.close()
 
 
-def test_webhook_fails_until_served_then_allows(webhook_api: Any, tmp_path: Path) -> None:
+def test_webhook_fails_until_served_then_allows(webhook_api: Any, webhook_cluster: Cluster, tmp_path: Path) -> None:
     core, admission = client.CoreV1Api(webhook_api), client.AdmissionregistrationV1Api(webhook_api)
     ca = pki.make_ca("e2e-webhook-test-ca")
     serving = pki.issue(common_name="127.0.0.1", ip_addresses=["127.0.0.1"], dns_names=["localhost"], ca=ca)
@@ -131,6 +132,11 @@ def test_webhook_fails_until_served_then_allows(webhook_api: Any, tmp_path: Path
 
         created = create_configmap()
         assert [r["name"] for r in AllowingWebhook.seen if r["operation"] == "CREATE"][-1] == created.metadata.name
+
+        # The API server called the webhook at 127.0.0.1 and nothing else.
+        state = localcluster.State.load(webhook_cluster.state_dir) if webhook_cluster.ours else None
+        if state is not None:
+            assert localcluster.non_loopback_sockets(state) == []
     finally:
         if server is not None:
             server.shutdown()
