@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import datetime as dt
 import logging
 import os
@@ -30,7 +31,7 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -174,17 +175,23 @@ class StandIn:
         self.api = api
 
     def reconcile(self) -> None:
-        """One pass over everything; each part fails alone."""
+        """One pass over everything; each part, and each object in it, fails alone."""
         for part in (self.issuers, self.certificates, self.inject_ca, self.self_managed_certs, self.volumes):
-            try:
+            with self.guard(part.__name__):
                 part()
-            except ApiError as e:
-                if e.status in (404, 409):  # deleted or changed meanwhile: next pass
-                    log.debug("%s: %s", part.__name__, e)
-                else:
-                    log.warning("%s: %s", part.__name__, e)
-            except Exception:
-                log.exception("%s failed", part.__name__)
+
+    @contextlib.contextmanager
+    def guard(self, what: str) -> Iterator[None]:
+        try:
+            yield
+        except ApiError as e:
+            # Deleted or changed meanwhile, or its namespace is going away: the next pass sees the news.
+            if e.status in (404, 409) or (e.status == 403 and "being terminated" in e.body):
+                log.debug("%s: %s", what, e)
+            else:
+                log.warning("%s: %s", what, e)
+        except Exception:
+            log.exception("%s failed", what)
 
     # cert-manager ----------------------------------------------------------------------------------
 
@@ -203,13 +210,14 @@ class StandIn:
                     continue
                 meta = issuer["metadata"]
                 message = "Signing CA verified" if "ca" in issuer.get("spec", {}) else ""
-                self.set_ready(
-                    namespaced_path(CERT_MANAGER, plural, meta.get("namespace"), meta["name"]),
-                    issuer,
-                    reason="IsReady",
-                    message=message,
-                )
-                log.info("%s %s: Ready", plural[:-1], _ref(meta))
+                with self.guard(f"{plural[:-1]} {_ref(meta)}"):
+                    self.set_ready(
+                        namespaced_path(CERT_MANAGER, plural, meta.get("namespace"), meta["name"]),
+                        issuer,
+                        reason="IsReady",
+                        message=message,
+                    )
+                    log.info("%s %s: Ready", plural[:-1], _ref(meta))
 
     def set_ready(self, path: str, obj: JSON, *, reason: str, message: str, extra: JSON | None = None) -> None:
         previous = ready_condition(obj) or {}
@@ -223,13 +231,20 @@ class StandIn:
             "observedGeneration": obj["metadata"].get("generation", 1),
         }
         others = [c for c in obj.get("status", {}).get("conditions") or [] if c.get("type") != "Ready"]
-        self.api.merge_patch(f"{path}/status", {"status": {**(extra or {}), "conditions": [*others, condition]}})
+        patch = {"status": {**(extra or {}), "conditions": [*others, condition]}}
+        try:
+            self.api.merge_patch(f"{path}/status", patch)
+        except ApiError as e:
+            if e.status != 404:
+                raise
+            self.api.merge_patch(path, patch)  # a CRD without the status subresource
 
     def certificates(self) -> None:
         if "certificates" not in self.cert_manager_resources():
             return
         for cert in self.api.list(f"{CERT_MANAGER}/certificates"):
-            self.certificate(cert)
+            with self.guard(f"certificate {_ref(cert['metadata'])}"):
+                self.certificate(cert)
 
     def certificate(self, cert: JSON) -> None:
         meta, spec = cert["metadata"], cert.get("spec", {})
@@ -366,9 +381,10 @@ class StandIn:
     def inject_ca(self) -> None:
         for configuration, base in WEBHOOK_CONFIGURATIONS.items():
             for item in self.api.list(base):
-                bundle = self.ca_for(item["metadata"])
-                if bundle:
-                    self.patch_webhook_ca(base, item, bundle, f"{configuration} webhook configuration")
+                with self.guard(f"{configuration} webhook configuration {item['metadata']['name']}"):
+                    bundle = self.ca_for(item["metadata"])
+                    if bundle:
+                        self.patch_webhook_ca(base, item, bundle, f"{configuration} webhook configuration")
         # CRD lists are large (schemas): list metadata only, fetch the annotated ones.
         for meta_only in self.api.list(CRDS, accept=kube_rest.METADATA_LIST):
             meta = meta_only["metadata"]
@@ -475,7 +491,8 @@ class StandIn:
                 or f"pvc-{meta['uid']}" in volumes
             ):
                 continue
-            self.provision(claim)
+            with self.guard(f"persistentvolumeclaim {_ref(meta)}"):
+                self.provision(claim)
         for name, pv in volumes.items():
             annotations = pv["metadata"].get("annotations") or {}
             if annotations.get("pv.kubernetes.io/provisioned-by") != PROVISIONER:

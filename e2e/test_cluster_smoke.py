@@ -500,6 +500,80 @@ def test_ca_is_injected_where_inject_ca_from_asks(k8s: Any, namespace: str, cert
         admission.delete_validating_webhook_configuration(name)
 
 
+def test_ca_is_injected_into_a_crd_conversion_webhook(k8s: Any, namespace: str, cert_manager_crds: None) -> None:
+    custom, core, ext = client.CustomObjectsApi(k8s), client.CoreV1Api(k8s), client.ApiextensionsV1Api(k8s)
+    cert_manager_object(
+        custom,
+        "issuers",
+        namespace,
+        {
+            "apiVersion": "cert-manager.io/v1",
+            "kind": "Issuer",
+            "metadata": {"name": "selfsigned"},
+            "spec": {"selfSigned": {}},
+        },
+    )
+    cert_manager_object(
+        custom,
+        "certificates",
+        namespace,
+        {
+            "apiVersion": "cert-manager.io/v1",
+            "kind": "Certificate",
+            "metadata": {"name": "conversion-cert"},
+            "spec": {
+                "secretName": "conversion-cert",
+                "dnsNames": [f"conversion.{namespace}.svc"],
+                "issuerRef": {"kind": "Issuer", "name": "selfsigned"},
+            },
+        },
+    )
+    group = f"g{uuid.uuid4().hex[:8]}.e2e.kfctl.test"
+    crd_name = f"gadgets.{group}"
+    # One version only: the API server never has anything to convert, so it never dials the webhook.
+    ext.create_custom_resource_definition(
+        {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": crd_name, "annotations": {standin.INJECT_CA_FROM: f"{namespace}/conversion-cert"}},
+            "spec": {
+                "group": group,
+                "scope": "Namespaced",
+                "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+                "versions": [
+                    {
+                        "name": "v1",
+                        "served": True,
+                        "storage": True,
+                        "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+                    }
+                ],
+                "conversion": {
+                    "strategy": "Webhook",
+                    "webhook": {
+                        "conversionReviewVersions": ["v1"],
+                        "clientConfig": {"service": {"name": "conversion", "namespace": namespace, "path": "/convert"}},
+                    },
+                },
+            },
+        }
+    )
+    try:
+        secret = poll(
+            lambda: core.read_namespaced_secret("conversion-cert", namespace), timeout=30, what="Secret conversion-cert"
+        )
+        poll(
+            lambda: (
+                ext.read_custom_resource_definition(crd_name).spec.conversion.webhook.client_config.ca_bundle
+                == secret.data["ca.crt"]
+            ),
+            timeout=30,
+            what="caBundle to be injected into the CRD's conversion webhook",
+        )
+    finally:
+        ext.delete_custom_resource_definition(crd_name)
+
+
 def test_empty_ca_bundle_of_a_self_managed_operator_is_filled(k8s: Any, running_standin: None) -> None:
     admission = client.AdmissionregistrationV1Api(k8s)
     entry = standin.SELF_MANAGED_WEBHOOK_CERTS[0]
