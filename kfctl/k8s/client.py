@@ -71,7 +71,7 @@ class KubeClient:
         self.info = info
         self.stats = RequestStats()
         self._lock = threading.Lock()
-        self._groups: dict[str, str] | None = None  # group -> preferred version
+        self._groups: dict[str, list[str]] | None = None  # group -> versions, preferred first
         self._resources: dict[str, dict[str, Resource]] = {}  # "group/version" -> kind -> Resource
 
     # --- HTTP -------------------------------------------------------------------------------------------
@@ -113,17 +113,22 @@ class KubeClient:
         raise _api_error(resp.status, text, resp.headers.get("Retry-After"))
 
     # --- discovery ----------------------------------------------------------------------------------------
-    def _preferred(self, group: str, *, refresh: bool = False) -> str | None:
+    def _versions(self, group: str, *, refresh: bool = False) -> list[str]:
+        """The group's served versions, preferred first."""
         if group == "":
-            return "v1"
+            return ["v1"]
         with self._lock:
             groups = None if refresh else self._groups
         if groups is None:
             doc = self._request("GET", "/apis")
-            groups = {g["name"]: g["preferredVersion"]["version"] for g in doc.get("groups", [])}
+            groups = {}
+            for g in doc.get("groups", []):
+                preferred = g["preferredVersion"]["version"]
+                others = [v["version"] for v in g.get("versions", []) if v["version"] != preferred]
+                groups[g["name"]] = [preferred, *others]
             with self._lock:
                 self._groups = groups
-        return groups.get(group)
+        return groups.get(group, [])
 
     def _group_version(self, group: str, version: str, *, refresh: bool = False) -> dict[str, Resource]:
         gv = f"{group}/{version}" if group else version
@@ -156,11 +161,17 @@ class KubeClient:
         return found
 
     def resource_for_key(self, key: ObjectKey) -> Resource:
-        version = self._preferred(key.group) or self._preferred(key.group, refresh=True)
-        if version is None:
-            raise NoKindMatch(key.group, "", key.kind)
-        api_version = f"{key.group}/{version}" if key.group else version
-        return self.resource(api_version, key.kind)
+        """The mapping at the preferred version that serves the kind (a group's kinds may differ by version)."""
+        versions = self._versions(key.group) or self._versions(key.group, refresh=True)
+        for version in versions:
+            found = self._group_version(key.group, version).get(key.kind)
+            if found is not None:
+                return found
+        for version in self._versions(key.group, refresh=True):
+            found = self._group_version(key.group, version, refresh=True).get(key.kind)
+            if found is not None:
+                return found
+        raise NoKindMatch(key.group, versions[0] if versions else "", key.kind)
 
     def invalidate(self, group: str) -> None:
         with self._lock:
