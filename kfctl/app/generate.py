@@ -2,7 +2,9 @@
 
 Everything is written into a temp directory inside APPDIR first and swapped in only when every
 application rendered, so a failure leaves the previous output intact. ``check`` renders the same way and
-compares instead of swapping. The KfDef is only read.
+compares instead of swapping. Repos other than the built-in catalog are resolved first through the cache
+and the lock file (kfctl.repos); ``offline`` forbids network and git, ``refresh`` ignores the lock. The
+lock file is rewritten only after a successful, non-check render. The KfDef is only read.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +25,8 @@ from kfctl.errors import RenderError, StaleOutputError
 from kfctl.objects import key_of, parse_stream
 from kfctl.render import kustomize
 from kfctl.render.layout import MIRROR_OVERLAY, AppLayout, container_images, plan_application
+from kfctl.repos.cache import resolve_repos
+from kfctl.repos.remote import remote_references
 
 OUTPUT_DIRS = ("vendor", "kustomize", "rendered")
 TMP_PREFIX = ".kfctl-tmp-"
@@ -37,6 +41,8 @@ class GenerateResult:
     objects: int
     kustomize: str
     seconds: float
+    fetched: tuple[str, ...] = ()  # repos fetched over the network or with git in this run
+    lock_written: bool = False
 
 
 def generate(
@@ -46,14 +52,20 @@ def generate(
     check: bool = False,
     jobs: int | None = None,
     find: Callable[[], kustomize.Kustomize] = kustomize.find_kustomize,
+    offline: bool = False,
+    refresh: bool = False,
 ) -> GenerateResult:
     start = time.monotonic()
     k = find()
     app_dir = kfdef.app_dir
     apps = kfdef.enabled_applications()
+    repos = resolve_repos(kfdef, offline=offline, refresh=refresh)
+    if offline:
+        _refuse_remote_bases(kfdef, apps, repos.paths)
+    lock_written = False
     tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=app_dir))
     try:
-        count = _render_all(kfdef, catalog, apps, k, tmp, jobs=jobs)
+        count = _render_all(kfdef, catalog, apps, k, tmp, jobs=jobs, sources=repos.paths)
         changed = _differences(tmp, app_dir)
         if check:
             if changed:
@@ -64,6 +76,7 @@ def generate(
                 )
         else:
             _swap_in(tmp, app_dir)
+            lock_written = repos.write_lock()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return GenerateResult(
@@ -73,7 +86,26 @@ def generate(
         objects=count,
         kustomize=k.describe(),
         seconds=time.monotonic() - start,
+        fetched=tuple(repos.fetched),
+        lock_written=lock_written,
     )
+
+
+def _refuse_remote_bases(kfdef: KfDef, apps: tuple[Application, ...], sources: Mapping[str, Path]) -> None:
+    """With --offline, a remote base inside a repo would make kustomize reach the network: refuse first."""
+    problems: list[str] = []
+    for app in apps:
+        if app.repo.builtin or app.repo.name not in sources:
+            continue
+        root = sources[app.repo.name]
+        for ref in remote_references(root / app.path.strip("/"), root=root):
+            problems.append(f"application {app.name}: repo {app.repo.name}: {ref.describe(root)}")
+    if problems:
+        raise RenderError(
+            f"{kfdef.path}: --offline, but {len(problems)} kustomize reference(s) need the network",
+            details=problems,
+            hint="vendor each remote base into the repo and refer to it by a relative path, or run without --offline",
+        )
 
 
 def _render_all(
@@ -84,8 +116,9 @@ def _render_all(
     tmp: Path,
     *,
     jobs: int | None,
+    sources: Mapping[str, Path],
 ) -> int:
-    layouts = [plan_application(kfdef, catalog, app) for app in apps]
+    layouts = [plan_application(kfdef, catalog, app, sources=sources) for app in apps]
     copied: set[str] = set()
     for layout in layouts:
         _vendor(layout, tmp, copied)
@@ -96,7 +129,7 @@ def _render_all(
         out = _build(k, tmp, name, kfdef.app_dir)
         if MIRROR_OVERLAY in layout.app.overlays:
             images = container_images(parse_stream(out, source=f"application {name}"))
-            mirrored = plan_application(kfdef, catalog, layout.app, images=images)
+            mirrored = plan_application(kfdef, catalog, layout.app, images=images, sources=sources)
             _write_files(mirrored, tmp)
             out = _build(k, tmp, name, kfdef.app_dir)
         return out

@@ -11,14 +11,21 @@ from kfctl.catalog.load import load_catalog
 from kfctl.cli.options import get_options, global_options
 from kfctl.cli.output import emit
 from kfctl.cli.target import kfdef_target, resolve_kfdef
+from kfctl.errors import UsageError
 
 
 @click.command()
 @kfdef_target
 @click.option("--check", is_flag=True, help="Render and compare; exit 9 listing stale files, write nothing.")
 @click.option("--jobs", "-j", type=click.IntRange(1, 32), default=None, help="Applications rendered in parallel.")
+@click.option(
+    "--offline", is_flag=True, help="Use only the repo cache and the lock file: no network, no git; fail on a miss."
+)
+@click.option("--refresh", is_flag=True, help="Ignore the lock file: resolve every repo again and rewrite the lock.")
 @global_options
-def generate(app_dir: Path | None, kfdef_file: Path | None, check: bool, jobs: int | None) -> None:
+def generate(
+    app_dir: Path | None, kfdef_file: Path | None, check: bool, jobs: int | None, offline: bool, refresh: bool
+) -> None:
     """Render every application of the KfDef through kustomize.
 
     Writes APPDIR/kustomize/<app>/ (plain kustomize, with the catalog parts it uses vendored
@@ -26,14 +33,20 @@ def generate(app_dir: Path | None, kfdef_file: Path | None, check: bool, jobs: i
     reproduces rendered/<app>.yaml byte for byte, so the directory can live in a GitOps repo.
     A failed render leaves the previous output untouched; the KfDef is never rewritten.
 
+    Repos that are archives or git are fetched into APPDIR/.cache/repos/ and recorded in a lock
+    file beside the KfDef (kfdef.yaml -> kfdef.lock), so later runs can be --offline.
+
     \b
     Examples:
       kfctl generate demo
       kfctl generate -f demo/kfdef.yaml --check   # CI: fail if committed output is stale
+      kfctl generate demo --offline               # no network: cache + kfdef.lock only
     """
     opts = get_options()
+    if offline and refresh:
+        raise UsageError("--offline and --refresh contradict each other: refreshing needs the network")
     kfdef = resolve_kfdef(app_dir, kfdef_file)
-    result = run_generate(kfdef, load_catalog(), check=check, jobs=jobs)
+    result = run_generate(kfdef, load_catalog(), check=check, jobs=jobs, offline=offline, refresh=refresh)
     verb = "Checked" if check else "Rendered"
     lines = [
         f"{verb} {len(result.applications)} application(s), {result.objects} objects, "
@@ -45,6 +58,10 @@ def generate(app_dir: Path | None, kfdef_file: Path | None, check: bool, jobs: i
             + (f": {', '.join(result.changed[:10])}" if result.changed else "")
             + (" …" if len(result.changed) > 10 else "")
         )
+    if result.fetched:
+        lines.append(f"Fetched repo(s): {', '.join(result.fetched)}")
+    if result.lock_written:
+        lines.append(f"Wrote {kfdef.path.with_suffix('.lock')}")
     emit(
         opts,
         {
@@ -54,6 +71,8 @@ def generate(app_dir: Path | None, kfdef_file: Path | None, check: bool, jobs: i
             "changed": list(result.changed),
             "check": check,
             "kustomize": result.kustomize,
+            "fetched": list(result.fetched),
+            "lockWritten": result.lock_written,
         },
         "\n".join(lines),
     )

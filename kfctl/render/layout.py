@@ -53,15 +53,18 @@ def dump_yaml(data: Any) -> str:
     return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=1000)
 
 
-def repo_source(kfdef: KfDef, app: Application) -> Path:
-    """The local directory of a non-builtin repo (remote kinds arrive with the repository cache)."""
+def repo_source(kfdef: KfDef, app: Application, sources: Mapping[str, Path] | None = None) -> Path:
+    """The local directory of a non-builtin repo: as resolved by kfctl.repos (``sources``: repo name →
+    directory, covering archives and git through the cache), else the uri read as a local directory."""
+    if sources is not None and app.repo.name in sources:
+        return sources[app.repo.name]
     uri = app.repo.uri
     if uri.startswith("file://") and not uri.endswith((".tar.gz", ".tgz", ".zip")):
         uri = uri[len("file://") :]
     if "://" in uri or uri.endswith((".tar.gz", ".tgz", ".zip")):
         raise ConfigError(
             f'{kfdef.path}: repo "{app.repo.name}": uri {app.repo.uri!r} is not a local directory',
-            hint="this version of kfctl reads repos from local directories; clone or unpack it and point uri there",
+            hint="`kfctl generate` fetches archives and git repos into APPDIR/.cache/repos/ before rendering",
         )
     path = Path(uri)
     if not path.is_absolute():
@@ -71,8 +74,16 @@ def repo_source(kfdef: KfDef, app: Application) -> Path:
     return path
 
 
-def plan_application(kfdef: KfDef, catalog: Catalog, app: Application, *, images: Iterable[str] = ()) -> AppLayout:
-    """Files and vendored directories for one application. ``images`` feed the image-mirror overlay."""
+def plan_application(
+    kfdef: KfDef,
+    catalog: Catalog,
+    app: Application,
+    *,
+    images: Iterable[str] = (),
+    sources: Mapping[str, Path] | None = None,
+) -> AppLayout:
+    """Files and vendored directories for one application. ``images`` feed the image-mirror overlay;
+    ``sources`` are the resolved repo directories (see :func:`repo_source`)."""
     layout = AppLayout(app)
     up = "../../"
     resources: list[str] = []
@@ -88,7 +99,7 @@ def plan_application(kfdef: KfDef, catalog: Catalog, app: Application, *, images
             layout.vendor.append(VendorCopy(plat.path / comp.name, pdest))
             components.append(f"{up}{pdest}")
     else:
-        source = repo_source(kfdef, app)
+        source = repo_source(kfdef, app, sources)
         dest = PurePosixPath("vendor/repos", app.repo.name)
         layout.vendor.append(VendorCopy(source, dest))
         inner = PurePosixPath(app.path.strip("/")) if app.path.strip("/") else PurePosixPath()

@@ -1,0 +1,232 @@
+"""Resolve the KfDef's repos to local directory trees, through the cache and the lock file.
+
+Fetched repos live in APPDIR/.cache/repos/<name>-<digest>/ where the digest is the first 16 hex digits of
+the archive's sha256 or of the git commit, so a cache directory is immutable: it is filled in a temp
+directory inside the cache and renamed into place, and its existence means it is complete. The lock
+file (:mod:`kfctl.repos.lock`) says which digest each repo resolved to; with it, a repo whose cache
+directory exists needs neither network nor git. ``offline`` forbids both (a cache miss is a ConfigError
+that says how to fill the cache); ``refresh`` ignores the lock and resolves everything again.
+
+This module never writes the KfDef, writes nothing outside the cache except the lock file (only from
+:meth:`Resolution.write_lock`), and runs git only through :mod:`kfctl.render.git`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kfctl.config.model import KfDef, Repo
+from kfctl.errors import ConfigError, RenderError
+from kfctl.render import git
+from kfctl.repos.archive import check_links, extract
+from kfctl.repos.download import fetch_archive
+from kfctl.repos.lock import LockEntry, lock_path, read_lock, write_lock
+from kfctl.repos.source import Source, classify
+
+CACHE_DIR = (".cache", "repos")
+_REPO_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+OFFLINE_HINT = "run `kfctl generate` once without --offline (with network) to fill the cache and write the lock file"
+
+
+@dataclass
+class Resolution:
+    """Where each used repo lives on disk, and the lock entries that describe them."""
+
+    lock_file: Path
+    paths: dict[str, Path] = field(default_factory=dict)
+    entries: dict[str, LockEntry] = field(default_factory=dict)
+    fetched: list[str] = field(default_factory=list)  # repos fetched (network or git) in this run
+    had_lock: bool = False
+
+    def write_lock(self) -> bool:
+        """Write the lock file when there is something to record (or one exists); True if it changed."""
+        if not self.entries and not self.had_lock:
+            return False
+        return write_lock(self.lock_file, self.entries.values())
+
+
+def cache_root(kfdef: KfDef) -> Path:
+    return kfdef.app_dir.joinpath(*CACHE_DIR)
+
+
+def used_repos(kfdef: KfDef) -> list[Repo]:
+    """Non-builtin repos that an enabled application reads from, in KfDef order."""
+    names = {a.repo.name for a in kfdef.enabled_applications() if not a.repo.builtin}
+    return [r for r in kfdef.repos if r.name in names]
+
+
+def resolve_repos(kfdef: KfDef, *, offline: bool = False, refresh: bool = False) -> Resolution:
+    """Resolve every used repo; ConfigError/RenderError naming the repo when one cannot be had."""
+    lock_file = lock_path(kfdef.path)
+    locked = {} if refresh else read_lock(lock_file)
+    result = Resolution(lock_file=lock_file, had_lock=lock_file.exists())
+    used = used_repos(kfdef)
+    for repo in used:
+        if not _REPO_NAME.match(repo.name) or repo.name in (".", ".."):
+            raise ConfigError(
+                f'{kfdef.path}: repo name "{repo.name}" may only use letters, digits, ".", "_" and "-"',
+                hint="the name becomes a directory name under vendor/repos/ and .cache/repos/",
+            )
+        source = classify(repo, kfdef.app_dir, kfdef_path=kfdef.path)
+        app_paths = [a.path for a in kfdef.enabled_applications() if a.repo.name == repo.name]
+        path, entry = _resolve(
+            source, locked.get(repo.name), cache_root(kfdef), offline=offline, result=result, app_paths=app_paths
+        )
+        result.paths[repo.name] = path
+        if entry is not None:
+            result.entries[repo.name] = entry
+    # Keep what is pinned for repos that are defined but unused now (a disabled application's).
+    used_names = {r.name for r in used}
+    for repo in kfdef.repos:
+        old = locked.get(repo.name)
+        if repo.name not in used_names and old is not None and old.uri == repo.uri:
+            result.entries[repo.name] = old
+    return result
+
+
+def _resolve(
+    source: Source, locked: LockEntry | None, root: Path, *, offline: bool, result: Resolution, app_paths: list[str]
+) -> tuple[Path, LockEntry | None]:
+    if source.kind == "directory":
+        path = Path(source.location)
+        if not path.is_dir():
+            raise ConfigError(f"{source.where}: directory {path} does not exist")
+        return path, None
+    if source.kind == "archive":
+        return _archive(source, locked, root, offline=offline, result=result, app_paths=app_paths)
+    return _git(source, locked, root, offline=offline, result=result)
+
+
+def _archive(
+    source: Source, locked: LockEntry | None, root: Path, *, offline: bool, result: Resolution, app_paths: list[str]
+) -> tuple[Path, LockEntry]:
+    repo = source.repo
+    match = (
+        locked
+        if locked is not None
+        and locked.kind == "archive"
+        and locked.uri == repo.uri
+        and (repo.sha256 is None or locked.sha256 == repo.sha256)
+        else None
+    )
+    expected = repo.sha256 or (match.sha256 if match else None)
+    if expected is not None:
+        cached = root / f"{repo.name}-{expected[:16]}"
+        if cached.is_dir():
+            entry = LockEntry(name=repo.name, uri=repo.uri, kind="archive", sha256=expected)
+            return _archive_root(cached, app_paths, what=source.where), entry
+    if offline and not source.local:
+        raise _offline_miss(source, locked, match is not None or repo.sha256 is not None)
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{repo.name}-", dir=root))
+    try:
+        archive = tmp / "archive"
+        actual = fetch_archive(source.location, archive, local=source.local, what=source.where)
+        if expected is not None and actual != expected:
+            pinned_by = "spec.repos[].sha256 in the KfDef" if repo.sha256 else lock_path_name(result)
+            raise ConfigError(
+                f"{source.where}: sha256 mismatch: expected {expected} ({pinned_by}), got {actual}",
+                hint=(
+                    "nothing was extracted; if the archive changed on purpose, update spec.repos[].sha256"
+                    if repo.sha256
+                    else "nothing was extracted; if the archive changed on purpose, run `kfctl generate --refresh`"
+                ),
+            )
+        final = root / f"{repo.name}-{actual[:16]}"
+        if not final.is_dir():
+            tree = tmp / "tree"
+            extract(archive, tree, what=source.where)
+            top = _single_top(tree)
+            if top is not None:  # it may become the repo root: its links must stay inside it, too
+                check_links(top, what=source.where, names_from=tree)
+            _place(tree, final)
+        result.fetched.append(repo.name)
+        return _archive_root(final, app_paths, what=source.where), LockEntry(
+            name=repo.name, uri=repo.uri, kind="archive", sha256=actual
+        )
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _git(
+    source: Source, locked: LockEntry | None, root: Path, *, offline: bool, result: Resolution
+) -> tuple[Path, LockEntry]:
+    repo = source.repo
+    ref = repo.ref or "HEAD"
+    match = (
+        locked
+        if locked is not None and locked.kind == "git" and locked.uri == repo.uri and locked.ref == repo.ref
+        else None
+    )
+    commit = match.commit if match else (ref if git.is_full_commit(ref) else None)
+    if commit is not None:
+        cached = root / f"{repo.name}-{commit[:16]}"
+        if cached.is_dir():
+            return cached, LockEntry(name=repo.name, uri=repo.uri, kind="git", ref=repo.ref, commit=commit)
+    if offline:
+        raise _offline_miss(source, locked, commit is not None)
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{repo.name}-", dir=root))
+    try:
+        tree = tmp / "tree"
+        got = git.fetch_tree(source.location, commit or ref, tree, what=source.where)
+        if commit is not None and got != commit:
+            raise RenderError(f"{source.where}: fetched commit {got}, but {commit} was asked for")
+        check_links(tree, what=source.where)
+        final = root / f"{repo.name}-{got[:16]}"
+        if not final.is_dir():
+            _place(tree, final)
+        result.fetched.append(repo.name)
+        return final, LockEntry(name=repo.name, uri=repo.uri, kind="git", ref=repo.ref, commit=got)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def lock_path_name(result: Resolution) -> str:
+    return result.lock_file.name
+
+
+def _offline_miss(source: Source, locked: LockEntry | None, pinned: bool) -> ConfigError:
+    repo = source.repo
+    if pinned:
+        why = "is pinned but not in the cache"
+    elif locked is None:
+        why = "is not in the lock file"
+    elif locked.uri != repo.uri:
+        why = f"changed uri since the lock file was written (locked: {locked.uri})"
+    elif source.kind == "git" and locked.ref != repo.ref:
+        why = f"changed ref since the lock file was written (locked: {locked.ref}, now: {repo.ref})"
+    else:
+        why = "does not match its lock file entry"
+    return ConfigError(f"{source.where} {why}, and --offline forbids fetching it", hint=OFFLINE_HINT)
+
+
+def _archive_root(tree: Path, app_paths: list[str], *, what: str) -> Path:
+    """GitHub-style archives wrap everything in one directory (manifests-1.10.0/): when that is the only
+    entry and the applications' paths are not found from the archive's own top, the repo is inside it."""
+    top = _single_top(tree)
+    if top is None or (app_paths and all((tree / p.strip("/")).exists() for p in app_paths)):
+        return tree
+    check_links(top, what=what, names_from=tree)  # cheap, and the cache may have been tampered with
+    return top
+
+
+def _single_top(tree: Path) -> Path | None:
+    children = list(tree.iterdir())
+    if len(children) == 1 and children[0].is_dir() and not children[0].is_symlink():
+        return children[0]
+    return None
+
+
+def _place(tree: Path, final: Path) -> None:
+    try:
+        os.rename(tree, final)
+    except OSError:
+        # Another kfctl filled the same content-addressed directory first; theirs is as good as ours.
+        if not final.is_dir():
+            raise
