@@ -1,8 +1,8 @@
 """The one caller of the ``git`` binary: fetch one commit of a repository into a plain directory tree.
 
 Arguments are always a list (never a shell), user values (URLs, refs) follow ``--`` where git accepts it
-and may not start with ``-`` elsewhere, prompts are off (``GIT_TERMINAL_PROMPT=0``), transports that can
-run commands (``ext::``) stay disabled (``GIT_PROTOCOL_FROM_USER=0``), and every call is time-limited.
+and may not start with ``-`` elsewhere, prompts are off (``GIT_TERMINAL_PROMPT=0``), the transport that can
+run commands (``ext::``) is disabled whatever the user's config says, and every call is time-limited.
 Failures raise RenderError with the tail of git's stderr. This module knows nothing about KfDefs, lock
 files or the cache layout; it must not touch anything outside the directory it is given.
 """
@@ -30,7 +30,6 @@ def _env() -> dict[str, str]:
             "GIT_TERMINAL_PROMPT": "0",
             "GIT_ASKPASS": "true",
             "SSH_ASKPASS": "true",
-            "GIT_PROTOCOL_FROM_USER": "0",
             "GIT_CONFIG_NOSYSTEM": "1",
             "LC_ALL": "C",
         }
@@ -47,7 +46,8 @@ def find_git() -> str:
 
 def run_git(args: Sequence[str], *, cwd: Path | None = None, timeout: float = 300.0, what: str = "git") -> str:
     """Run ``git ARGS`` and return its stdout; RenderError naming ``what`` on any failure."""
-    argv = [find_git(), *args]
+    # ext:: runs arbitrary commands; never allow it, whatever the user's git config says.
+    argv = [find_git(), "-c", "protocol.ext.allow=never", *args]
     try:
         out = subprocess.run(argv, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired as e:
