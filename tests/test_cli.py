@@ -26,7 +26,7 @@ def test_version_text_and_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert (code, json.loads(out)) == (0, {"version": __version__})
 
 
-@pytest.mark.parametrize("command", ["init", "generate", "build", "version"])
+@pytest.mark.parametrize("command", ["init", "generate", "build", "catalog", "version"])
 def test_every_command_has_help_with_an_example(capsys: pytest.CaptureFixture[str], command: str) -> None:
     code, out, _ = run(capsys, command, "--help")
     assert code == 0
@@ -146,3 +146,22 @@ def test_global_options_work_before_and_after_the_command(capsys: pytest.Capture
     b = run(capsys, "version", "-o", "json")
     assert a == b
     assert yaml.safe_load(a[1]) == {"version": __version__}
+
+
+def test_catalog_lists_components_and_shows_parameters(
+    capsys: pytest.CaptureFixture[str], real_catalog: Catalog
+) -> None:
+    code, out, _ = run(capsys, "catalog", "-o", "json")
+    assert code == 0
+    listing = json.loads(out)
+    assert sorted(listing["components"]) == sorted(real_catalog.components)
+    assert sorted(listing["platforms"]) == ["aws", "azure", "gcp", "generic", "kind"]
+    code, out, _ = run(capsys, "catalog", "katib", "-o", "json")
+    assert code == 0
+    assert [p["name"] for p in json.loads(out)["parameters"]] == list(real_catalog.components["katib"].parameters)
+    code, out, err = run(capsys, "catalog", "katbi")
+    assert (code, out) == (2, "")
+    assert err == (
+        'Error (usage error): unknown component "katbi" (did you mean "katib"?)\n'
+        "Hint: `kfctl catalog` lists the components\n"
+    )

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from kfctl.catalog.model import REMOVED_COMPONENTS, Catalog
+from kfctl.catalog.model import REMOVED_COMPONENTS, Catalog, first_sentence
 from kfctl.config.loader import did_you_mean
 from kfctl.config.model import BUILTIN_REPO
 from kfctl.errors import ConfigError, UsageError
@@ -100,8 +100,8 @@ def render_kfdef(catalog: Catalog, *, name: str, namespace: str, platform: str, 
         "apiVersion: kfdef.apps.kubeflow.org/v1",
         "kind: KfDef",
         "metadata:",
-        f"  name: {name}          # names this platform install; kfctl labels what it applies with it",
-        f"  namespace: {namespace}   # where kfctl keeps its inventory of applied objects",
+        f"  name: {name}  # names this platform install; kfctl labels what it applies with it",
+        f"  namespace: {namespace}  # where kfctl keeps its inventory of applied objects",
         "spec:",
         f"  # The cluster kind: one of {', '.join(sorted(catalog.platforms))}. It picks platform patches",
         "  # (autoscaler flags, GPU node labels, identity annotations) and the default components.",
@@ -124,20 +124,20 @@ def render_kfdef(catalog: Catalog, *, name: str, namespace: str, platform: str, 
         for pname, pspec in sorted(plat.parameters.items()):
             mark = "required" if pspec.required else "optional"
             value = '""' if pspec.required or pspec.default is None else json.dumps(pspec.default)
-            lines.append(f"        {pname}: {value}   # {mark}: {pspec.description}")
+            lines.append(f"        {pname}: {value}  # {mark}: {first_sentence(pspec.description)}")
     lines += [
         "  # Each application is one component, rendered from <repo>/<path> with kustomize.",
         "  #   overlays:   cross-cutting changes, e.g. ha (2 replicas + PDBs), image-mirror (air-gapped)",
-        "  #   parameters: the component's settings (see `kfctl generate --help` and docs/catalog.md)",
+        "  #   parameters: the component's settings; `kfctl catalog COMPONENT` lists them",
         "  #   dependsOn:  extra install-order edges to other applications (catalog ones are automatic)",
         "  #   enabled:    false keeps an application in the file without installing it",
         "  applications:",
     ]
     for comp_name in components:
         comp = catalog.components[comp_name]
-        summary = comp.description.splitlines()[0] if comp.description else ""
+        summary = first_sentence(comp.description)
         lines += [
-            f"    - name: {comp_name}   # {summary}" if summary else f"    - name: {comp_name}",
+            f"    - name: {comp_name}  # {summary}" if summary else f"    - name: {comp_name}",
             "      kustomizeConfig:",
             "        repoRef:",
             f"          name: {BUILTIN_REPO.name}",

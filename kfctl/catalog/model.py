@@ -74,3 +74,13 @@ REMOVED_COMPONENTS: dict[str, str] = {
     "tf-job-operator": "tf-job-operator was merged into training-operator; use component training-operator",
     "pytorch-job-operator": "pytorch-operator was merged into training-operator; use component training-operator",
 }
+
+
+def first_sentence(description: str, *, width: int = 72) -> str:
+    """The first sentence (or clause before a colon) of a description, cut to ``width`` for one-line listings."""
+    text = " ".join(description.split())
+    for stop in (". ", ": "):
+        if stop in text:
+            text = text.split(stop, 1)[0]
+    text = text.rstrip(".")
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"

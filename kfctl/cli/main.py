@@ -8,6 +8,7 @@ import click
 
 from kfctl import __version__
 from kfctl.cli.apply_cmd import apply
+from kfctl.cli.catalog_cmd import catalog
 from kfctl.cli.context import GlobalOptions
 from kfctl.cli.delete_cmd import delete
 from kfctl.cli.diff_cmd import diff
@@ -52,6 +53,7 @@ def version() -> None:
 
 
 cli.add_command(init)
+cli.add_command(catalog)
 cli.add_command(generate)
 cli.add_command(generate, name="build")
 cli.add_command(plan)

@@ -1,0 +1,96 @@
+"""`kfctl catalog`: what the built-in catalog offers — components, their parameters, overlays, platforms."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from kfctl.catalog.load import load_catalog
+from kfctl.catalog.model import REMOVED_COMPONENTS, Catalog, ParameterSpec, first_sentence
+from kfctl.cli.options import get_options, global_options
+from kfctl.cli.output import emit
+from kfctl.config.loader import did_you_mean
+from kfctl.errors import UsageError
+
+
+def _param(p: ParameterSpec) -> dict[str, Any]:
+    return {"name": p.name, "type": p.type, "default": p.default, "required": p.required, "description": p.description}
+
+
+def _component_text(catalog: Catalog, name: str) -> tuple[dict[str, Any], str]:
+    c = catalog.components[name]
+    data = {
+        "name": c.name,
+        "description": c.description,
+        "namespace": c.namespace,
+        "dependsOn": list(c.depends_on),
+        "platforms": list(c.platforms),
+        "overlays": list(c.overlays),
+        "parameters": [_param(p) for p in c.parameters.values()],
+        "health": c.health,
+    }
+    lines = [
+        f"{c.name} (namespace {c.namespace or '-'})",
+        f"  {c.description}",
+        f"  depends on: {', '.join(c.depends_on) or '-'}",
+        f"  platforms:  {', '.join(c.platforms) or 'all'}",
+        "  parameters:" if c.parameters else "  parameters: none",
+    ]
+    for p in c.parameters.values():
+        default = "required" if p.required else f"default {p.default!r}"
+        lines.append(f"    {p.name} ({p.type}, {default}): {p.description}")
+    if c.health:
+        lines.append(f"  health: {' '.join(c.health.split())}")
+    return data, "\n".join(lines)
+
+
+@click.command()
+@click.argument("component", required=False)
+@global_options
+def catalog(component: str | None) -> None:
+    """List the built-in components, overlays and platforms, or show one component's parameters.
+
+    \b
+    Examples:
+      kfctl catalog
+      kfctl catalog katib -o json
+    """
+    opts = get_options()
+    cat = load_catalog()
+    if component is not None:
+        if component not in cat.components:
+            if component.lower() in REMOVED_COMPONENTS:
+                raise UsageError(f'component "{component}" is not available: {REMOVED_COMPONENTS[component.lower()]}')
+            raise UsageError(
+                f'unknown component "{component}"{did_you_mean(component, cat.components)}',
+                hint="`kfctl catalog` lists the components",
+            )
+        data, text = _component_text(cat, component)
+        emit(opts, data, text)
+        return
+    lines = ["Components:"]
+    lines += [f"  {c.name:<22} {first_sentence(c.description, width=76)}" for c in cat.components.values()]
+    lines.append("Overlays:")
+    lines += [f"  {o.name:<22} {first_sentence(o.description, width=76)}" for o in cat.overlays.values()]
+    lines.append("Platforms:")
+    lines += [f"  {p.name:<22} default: {', '.join(p.default_components)}" for p in cat.platforms.values()]
+    emit(
+        opts,
+        {
+            "components": {n: c.description for n, c in cat.components.items()},
+            "overlays": {
+                n: {"description": o.description, "parameters": [_param(p) for p in o.parameters.values()]}
+                for n, o in cat.overlays.items()
+            },
+            "platforms": {
+                n: {
+                    "plugin": p.plugin,
+                    "defaultComponents": list(p.default_components),
+                    "parameters": [_param(x) for x in p.parameters.values()],
+                }
+                for n, p in cat.platforms.items()
+            },
+        },
+        "\n".join(lines),
+    )
