@@ -39,21 +39,34 @@ BUILTIN: dict[tuple[str, str], tuple[str, bool]] = {
     ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): ("validatingwebhookconfigurations", False),
     ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): ("mutatingwebhookconfigurations", False),
 }
-VERSIONS = {"": "v1", "apps": "v1", "discovery.k8s.io": "v1", "rbac.authorization.k8s.io": "v1",
-            "storage.k8s.io": "v1", "apiextensions.k8s.io": "v1", "admissionregistration.k8s.io": "v1"}
+VERSIONS = {
+    "": "v1",
+    "apps": "v1",
+    "discovery.k8s.io": "v1",
+    "rbac.authorization.k8s.io": "v1",
+    "storage.k8s.io": "v1",
+    "apiextensions.k8s.io": "v1",
+    "admissionregistration.k8s.io": "v1",
+}
 
 Hook = Callable[[Obj], None]
 
 
 def established(crd: Obj) -> None:
-    crd["status"] = {"conditions": [{"type": "Established", "status": "True"},
-                                    {"type": "NamesAccepted", "status": "True"}]}
+    crd["status"] = {
+        "conditions": [{"type": "Established", "status": "True"}, {"type": "NamesAccepted", "status": "True"}]
+    }
 
 
 def available(dep: Obj) -> None:
     n = (dep.get("spec") or {}).get("replicas", 1)
-    dep["status"] = {"observedGeneration": dep["metadata"]["generation"], "replicas": n, "updatedReplicas": n,
-                     "availableReplicas": n, "readyReplicas": n}
+    dep["status"] = {
+        "observedGeneration": dep["metadata"]["generation"],
+        "replicas": n,
+        "updatedReplicas": n,
+        "availableReplicas": n,
+        "readyReplicas": n,
+    }
 
 
 class FakeCluster:
@@ -70,8 +83,14 @@ class FakeCluster:
         self.hooks["Service"] = [lambda o: o["spec"].setdefault("clusterIP", "10.96.0.10")]
         self.hooks["CustomResourceDefinition"] = [established]
         self.hooks["Deployment"] = [available]
-        self.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kube-system", "uid": "cluster-1"},
-                  "status": {"phase": "Active"}})
+        self.put(
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": "kube-system", "uid": "cluster-1"},
+                "status": {"phase": "Active"},
+            }
+        )
 
     # --- test controls -------------------------------------------------------------------------------
     def put(self, obj: Obj) -> Obj:
@@ -127,8 +146,9 @@ class FakeCluster:
             obj = self.objects.get(key)
             return copy.deepcopy(obj) if obj else None
 
-    def list(self, api_version: str, kind: str, *, namespace: str | None = None,
-             label_selector: str | None = None) -> list[Obj]:
+    def list(
+        self, api_version: str, kind: str, *, namespace: str | None = None, label_selector: str | None = None
+    ) -> list[Obj]:
         self.stats.count("GET")
         res = self.resource(api_version, kind)
         wanted = dict(p.split("=", 1) for p in label_selector.split(",")) if label_selector else {}
@@ -136,7 +156,9 @@ class FakeCluster:
             return [
                 copy.deepcopy(o)
                 for k, o in sorted(self.objects.items())
-                if k.group == res.group and k.kind == kind and (namespace is None or k.namespace == namespace)
+                if k.group == res.group
+                and k.kind == kind
+                and (namespace is None or k.namespace == namespace)
                 and all(((o.get("metadata") or {}).get("labels") or {}).get(a) == b for a, b in wanted.items())
             ]
 
@@ -157,7 +179,8 @@ class FakeCluster:
                 meta["uid"] = old["metadata"]["uid"]
                 meta["creationTimestamp"] = old["metadata"]["creationTimestamp"]
                 changed = {k: v for k, v in obj.items() if k != "metadata"} != {
-                    k: v for k, v in old.items() if k not in ("metadata", "status")}
+                    k: v for k, v in old.items() if k not in ("metadata", "status")
+                }
                 meta["generation"] = old["metadata"].get("generation", 1) + (1 if changed else 0)
                 if "status" in old:
                     new["status"] = old["status"]

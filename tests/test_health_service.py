@@ -11,8 +11,11 @@ from kfctl.health.service import service
 CASES = [
     pytest.param("spec: {clusterIP: 10.96.0.7}", Health("ready", "cluster IP 10.96.0.7"), id="cluster-ip"),
     pytest.param("spec: {clusterIP: None}", Health("ready", "headless"), id="headless"),
-    pytest.param("spec: {type: ExternalName, externalName: db.example.com}", Health("ready", "external name db.example.com"),
-                 id="external-name"),
+    pytest.param(
+        "spec: {type: ExternalName, externalName: db.example.com}",
+        Health("ready", "external name db.example.com"),
+        id="external-name",
+    ),
     pytest.param("spec: {}", Health("progressing", "waiting for a cluster IP"), id="no-ip"),
 ]
 

@@ -26,8 +26,12 @@ CASES = [
         id="deployment-failed",
     ),
     pytest.param(
-        BackendFacts(SVC, ready_endpoints=1, certificate=Health("progressing", "not ready"),
-                     certificate_name="kubeflow/serving-cert"),
+        BackendFacts(
+            SVC,
+            ready_endpoints=1,
+            certificate=Health("progressing", "not ready"),
+            certificate_name="kubeflow/serving-cert",
+        ),
         Health("progressing", "Certificate kubeflow/serving-cert not ready"),
         id="certificate-not-ready",
     ),

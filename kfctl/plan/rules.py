@@ -25,7 +25,7 @@ STORAGE_CLASS = EdgeRule("storage-class", "its StorageClass exists", order_only=
 WEBHOOK = EdgeRule("webhook", "a failurePolicy=Fail webhook that admits it has a ready backend", order_only=False)
 CONVERSION = EdgeRule("conversion-webhook", "its CRD's conversion webhook backend is ready", order_only=False)
 APISERVICE = EdgeRule("apiservice", "the APIService serving its group is Available", order_only=False)
-DEPENDS_ON = EdgeRule("depends-on", "its application depends on this one (catalog/KfDef dependsOn)", order_only=False)
+DEPENDS_ON = EdgeRule("depends-on", "its application depends on that one (catalog/KfDef dependsOn)", order_only=False)
 HINT = EdgeRule("hint", "annotation kfctl.kubeflow.org/depends-on", order_only=False)
 BACKEND_SERVICE = EdgeRule("backend", "the webhook's Service", order_only=False)
 BACKEND_WORKLOAD = EdgeRule("backend", "the Deployment serving the webhook is Available", order_only=False)

@@ -1,0 +1,288 @@
+"""The engine against an in-memory cluster: order, waiting, retries, denials, skipping, explanations."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+from fakecluster import FakeCluster, obj
+
+from kfctl.engine import labels
+from kfctl.engine.apply import ApplyOptions, ApplyResult, Engine
+from kfctl.engine.events import EventLog
+from kfctl.k8s.api import ApiError
+from kfctl.objects import Obj, ObjectKey
+from kfctl.plan.graph import Step, build_plan
+
+FAST = ApplyOptions(concurrency=4, wait_timeout=2.0, timeout=10.0, poll_interval=0.01)
+APPSET = "applyset-test-v1"
+
+
+def run(
+    cluster: FakeCluster,
+    objects: Sequence[Obj],
+    *,
+    options: ApplyOptions = FAST,
+    depends_on: dict[str, list[str]] | None = None,
+    apps: Sequence[tuple[str, Sequence[Obj]]] | None = None,
+) -> tuple[ApplyResult, EventLog]:
+    plan = build_plan(apps or [("app", objects)], depends_on=depends_on or {})
+    if "Widget" not in cluster.hooks:  # the widget controller reports Ready at once
+        cluster.on_apply("Widget", lambda w: w.update(status={"conditions": [{"type": "Ready", "status": "True"}]}))
+    log = EventLog()
+
+    def prepare(step: Step) -> Obj:
+        assert step.obj is not None
+        return labels.prepare(step.obj, applyset_id=APPSET, kfdef_name="test", application=step.app)
+
+    return Engine(cluster, log, options=options, prepare=prepare).run(plan), log
+
+
+def position(log: EventLog, kind: str, subject: str) -> int:
+    return next(i for i, e in enumerate(log.events) if e.type == kind and e.subject == subject)
+
+
+CRD = obj(
+    "apiextensions.k8s.io/v1",
+    "CustomResourceDefinition",
+    "widgets.example.com",
+    spec={"group": "example.com", "scope": "Namespaced", "names": {"kind": "Widget", "plural": "widgets"}},
+)
+NS = obj("v1", "Namespace", "demo")
+WIDGET = obj("example.com/v1", "Widget", "w", "demo", spec={"size": 1})
+
+
+def test_a_custom_resource_is_applied_only_after_its_crd_is_established() -> None:
+    cluster = FakeCluster()
+    result, log = run(cluster, [WIDGET, CRD, NS])
+    assert result.ok
+    assert position(log, "Healthy", "CustomResourceDefinition.apiextensions.k8s.io widgets.example.com") < position(
+        log, "Created", "Widget.example.com demo/w"
+    )
+    assert position(log, "Healthy", "Namespace demo") < position(log, "Created", "Widget.example.com demo/w")
+
+
+def test_reapplying_unchanged_objects_sends_no_writes() -> None:
+    cluster = FakeCluster()
+    run(cluster, [CRD, NS, WIDGET])
+    writes = cluster.stats.writes
+    result, log = run(cluster, [CRD, NS, WIDGET])
+    assert cluster.stats.writes == writes
+    assert sorted(result.unchanged) == sorted(
+        [
+            "CustomResourceDefinition.apiextensions.k8s.io widgets.example.com",
+            "Namespace demo",
+            "Widget.example.com demo/w",
+        ]
+    )
+    assert not log.of("Created") and not log.of("Configured")
+
+
+def test_a_changed_object_is_configured_and_its_hash_moves() -> None:
+    cluster = FakeCluster()
+    run(cluster, [NS, obj("v1", "ConfigMap", "c", "demo", data={"a": "1"})])
+    result, _ = run(cluster, [NS, obj("v1", "ConfigMap", "c", "demo", data={"a": "2"})])
+    assert result.configured == ["ConfigMap demo/c"]
+    assert cluster.live(ObjectKey("", "ConfigMap", "demo", "c"))["data"] == {"a": "2"}  # type: ignore[index]
+
+
+def test_transient_errors_are_retried_with_backoff() -> None:
+    cluster = FakeCluster()
+    cm = obj("v1", "ConfigMap", "c", "demo")
+    cluster.fail(
+        ObjectKey("", "ConfigMap", "demo", "c"),
+        ApiError(500, 'Internal error occurred: failed calling webhook "x.example.com": connection refused'),
+        ApiError(429, "too many requests", retry_after=0.05),
+    )
+    result, log = run(cluster, [NS, cm])
+    assert result.ok
+    retries = [e.message for e in log.of("Retrying")]
+    assert retries[0].startswith('Internal error occurred: failed calling webhook "x.example.com"')
+    assert retries[1] == "throttled: too many requests (retrying in 0.1s)"
+
+
+def test_a_webhook_denial_fails_fast_quoting_the_server_and_stops_the_run() -> None:
+    cluster = FakeCluster()
+    denial = 'admission webhook "deny.example.com" denied the request: widgets must be small'
+    cluster.fail(ObjectKey("", "ConfigMap", "demo", "a"), ApiError(400, denial, reason="BadRequest"))
+    later = obj("v1", "ConfigMap", "b", "demo", annotations={"kfctl.kubeflow.org/depends-on": "ConfigMap/demo/a"})
+    result, log = run(cluster, [NS, obj("v1", "ConfigMap", "a", "demo"), later])
+    assert [f.message for f in result.failed] == [denial]
+    assert result.failed[0].denied
+    assert not log.of("Retrying")
+    assert [b.subject for b in result.blocked] == ["ConfigMap demo/b"]
+
+
+def test_an_immutable_field_change_names_the_field_and_needs_opt_in() -> None:
+    cluster = FakeCluster()
+    run(cluster, [NS, obj("v1", "ConfigMap", "c", "demo", data={"a": "1"})])
+    immutable = ApiError(
+        422,
+        'Deployment.apps "c" is invalid: spec.selector: Invalid value: {...}: field is immutable',
+        reason="Invalid",
+        causes=[{"field": "spec.selector", "message": "Invalid value: {...}: field is immutable"}],
+    )
+    key = ObjectKey("", "ConfigMap", "demo", "c")
+    cluster.fail(key, immutable)
+    result, _ = run(cluster, [NS, obj("v1", "ConfigMap", "c", "demo", data={"a": "2"})])
+    assert result.failed[0].message.startswith("immutable field(s) changed: spec.selector; re-run with --recreate")
+
+    cluster.fail(key, immutable)
+    old_uid = cluster.live(key)["metadata"]["uid"]  # type: ignore[index]
+    options = ApplyOptions(concurrency=2, wait_timeout=2, timeout=10, poll_interval=0.01, recreate_immutable=True)
+    result, log = run(cluster, [NS, obj("v1", "ConfigMap", "c", "demo", data={"a": "2"})], options=options)
+    assert result.ok and [e.subject for e in log.of("Recreated")] == ["ConfigMap demo/c"]
+    assert cluster.live(key)["metadata"]["uid"] != old_uid  # type: ignore[index]
+
+
+def test_an_unschedulable_deployment_fails_at_its_wait_timeout_with_the_chain_behind_it() -> None:
+    cluster = FakeCluster()
+    cluster.on_apply(
+        "Deployment",
+        lambda d: d.update(
+            status={"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "availableReplicas": 0}
+        ),
+    )
+    cluster.put(
+        obj(
+            "v1",
+            "Pod",
+            "web-abc",
+            "demo",
+            labels={"app": "web"},
+            status={
+                "conditions": [
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "reason": "Unschedulable",
+                        "message": "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.",
+                    }
+                ]
+            },
+        )
+    )
+    web = obj(
+        "apps/v1",
+        "Deployment",
+        "web",
+        "demo",
+        spec={
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": []}},
+        },
+    )
+    svc = obj("v1", "Service", "web", "demo", spec={"selector": {"app": "web"}})
+    hook = obj(
+        "admissionregistration.k8s.io/v1",
+        "ValidatingWebhookConfiguration",
+        "widgets",
+        webhooks=[
+            {
+                "name": "w.example.com",
+                "clientConfig": {"service": {"name": "web", "namespace": "demo"}},
+                "rules": [
+                    {
+                        "apiGroups": ["example.com"],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE"],
+                        "resources": ["widgets"],
+                    }
+                ],
+            }
+        ],
+    )
+    options = ApplyOptions(concurrency=4, wait_timeout=0.5, timeout=10, poll_interval=0.01)
+    result, _ = run(cluster, [NS, CRD, web, svc, hook, WIDGET], options=options)
+    assert [f.subject for f in result.failed] == ["Deployment.apps demo/web"]
+    assert result.failed[0].message == (
+        "not healthy after --wait-timeout 0.5s: 0/1 available: Unschedulable: 0/3 nodes are available: "
+        "3 node(s) didn't match Pod's node affinity/selector."
+    )
+    blocked = {b.subject: b.chain for b in result.blocked}
+    assert blocked["Widget.example.com demo/w"] == (
+        "Widget.example.com demo/w",
+        "webhook backend demo/web",
+        "Deployment.apps demo/web not healthy after --wait-timeout 0.5s: 0/1 available: Unschedulable: 0/3 nodes "
+        "are available: 3 node(s) didn't match Pod's node affinity/selector.",
+    )
+
+
+def test_a_webhook_backend_is_ready_only_with_a_ready_endpoint_and_a_ca_bundle() -> None:
+    cluster = FakeCluster()
+    web = obj(
+        "apps/v1",
+        "Deployment",
+        "web",
+        "demo",
+        spec={
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": []}},
+        },
+    )
+    svc = obj("v1", "Service", "web", "demo", spec={"selector": {"app": "web"}})
+    hook = obj(
+        "admissionregistration.k8s.io/v1",
+        "ValidatingWebhookConfiguration",
+        "widgets",
+        webhooks=[
+            {
+                "name": "w.example.com",
+                "clientConfig": {"service": {"name": "web", "namespace": "demo"}},
+                "rules": [
+                    {
+                        "apiGroups": ["example.com"],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE"],
+                        "resources": ["widgets"],
+                    }
+                ],
+            }
+        ],
+    )
+
+    def inject(config: Obj) -> None:  # plays cainjector, and the endpointslice controller
+        for h in config["webhooks"]:
+            h["clientConfig"]["caBundle"] = "Q0E="
+        cluster.put(
+            obj(
+                "discovery.k8s.io/v1",
+                "EndpointSlice",
+                "web-1",
+                "demo",
+                labels={"kubernetes.io/service-name": "web"},
+                endpoints=[{"conditions": {"ready": True}}],
+            )
+        )
+
+    cluster.on_apply("ValidatingWebhookConfiguration", inject)
+    result, log = run(cluster, [NS, CRD, web, svc, hook, WIDGET])
+    assert result.ok
+    assert position(log, "Healthy", "webhook backend demo/web") < position(log, "Created", "Widget.example.com demo/w")
+    backend = next(e for e in log.of("Healthy") if e.subject == "webhook backend demo/web")
+    assert backend.message == "backend demo/web (1 ready endpoint(s)) ready"
+
+
+def test_an_application_waits_for_the_applications_it_depends_on() -> None:
+    cluster = FakeCluster()
+    slow: list[int] = []
+
+    def becomes_available_on_second_look(dep: Obj) -> None:
+        slow.append(1)
+        dep["status"] = {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "availableReplicas": 1}
+
+    cluster.on_apply("Deployment", becomes_available_on_second_look)
+    base = [NS, obj("apps/v1", "Deployment", "db", "demo", spec={"template": {"spec": {}}})]
+    user = [obj("v1", "ConfigMap", "client", "demo")]
+    result, log = run(cluster, [], apps=[("db", base), ("client", user)], depends_on={"client": ["db"]})
+    assert result.ok
+    assert position(log, "Healthy", "Deployment.apps demo/db") < position(log, "Created", "ConfigMap demo/client")
+
+
+@pytest.mark.parametrize("timeout", [0.3])
+def test_the_overall_timeout_stops_waiting_and_says_so(timeout: float) -> None:
+    cluster = FakeCluster()
+    cluster.on_apply("Deployment", None)  # never reports status
+    options = ApplyOptions(concurrency=2, wait_timeout=30, timeout=timeout, poll_interval=0.01)
+    result, _ = run(cluster, [NS, obj("apps/v1", "Deployment", "web", "demo", spec={})], options=options)
+    assert result.failed[0].message.startswith(f"not healthy within the overall --timeout of {timeout:g}s")

@@ -1,0 +1,208 @@
+"""The planner: which object waits for which, and why. The printed plan is the snapshot.
+
+Set KFCTL_UPDATE_SNAPSHOTS=1 to rewrite tests/snapshots/*.txt after an intended change, and review the diff.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kfctl.errors import PlanError
+from kfctl.plan.graph import build_plan
+from kfctl.plan.text import format_plan
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+
+SERVING_BUNDLE = """
+- apiVersion: v1
+  kind: Namespace
+  metadata: {name: serving}
+- apiVersion: apiextensions.k8s.io/v1
+  kind: CustomResourceDefinition
+  metadata: {name: clusterservingruntimes.serving.kserve.io}
+  spec:
+    group: serving.kserve.io
+    scope: Cluster
+    names: {kind: ClusterServingRuntime, plural: clusterservingruntimes}
+- apiVersion: v1
+  kind: ServiceAccount
+  metadata: {name: controller, namespace: serving}
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: config, namespace: serving}
+- apiVersion: rbac.authorization.k8s.io/v1
+  kind: Role
+  metadata: {name: leader, namespace: serving}
+- apiVersion: rbac.authorization.k8s.io/v1
+  kind: RoleBinding
+  metadata: {name: leader, namespace: serving}
+  roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: leader}
+- apiVersion: apps/v1
+  kind: Deployment
+  metadata: {name: controller, namespace: serving}
+  spec:
+    selector: {matchLabels: {app: controller}}
+    template:
+      metadata: {labels: {app: controller}}
+      spec:
+        serviceAccountName: controller
+        containers:
+        - name: manager
+          image: example/controller:1
+          envFrom: [{configMapRef: {name: config}}]
+- apiVersion: v1
+  kind: Service
+  metadata: {name: webhook, namespace: serving}
+  spec: {selector: {app: controller}, ports: [{port: 443}]}
+- apiVersion: cert-manager.io/v1
+  kind: Certificate
+  metadata: {name: serving-cert, namespace: serving}
+- apiVersion: admissionregistration.k8s.io/v1
+  kind: ValidatingWebhookConfiguration
+  metadata:
+    name: serving-validator
+    annotations: {cert-manager.io/inject-ca-from: serving/serving-cert}
+  webhooks:
+  - name: clusterservingruntime.serving.kserve.io
+    clientConfig: {service: {name: webhook, namespace: serving, path: /validate}}
+    rules:
+    - {apiGroups: [serving.kserve.io], apiVersions: [v1alpha1], operations: [CREATE, UPDATE],
+       resources: [clusterservingruntimes]}
+  - name: ignored.serving.kserve.io
+    failurePolicy: Ignore
+    clientConfig: {service: {name: webhook, namespace: serving}}
+    rules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+- apiVersion: serving.kserve.io/v1alpha1
+  kind: ClusterServingRuntime
+  metadata: {name: sklearn}
+- apiVersion: v1
+  kind: PersistentVolumeClaim
+  metadata: {name: data, namespace: serving}
+  spec: {storageClassName: fast}
+- apiVersion: storage.k8s.io/v1
+  kind: StorageClass
+  metadata: {name: fast}
+  provisioner: example.com/fast
+"""
+
+CERT_MANAGER_BUNDLE = """
+- apiVersion: apiextensions.k8s.io/v1
+  kind: CustomResourceDefinition
+  metadata: {name: certificates.cert-manager.io}
+  spec:
+    group: cert-manager.io
+    scope: Namespaced
+    names: {kind: Certificate, plural: certificates}
+"""
+
+
+def check_snapshot(name: str, text: str) -> None:
+    path = SNAPSHOTS / f"{name}.txt"
+    if os.environ.get("KFCTL_UPDATE_SNAPSHOTS"):
+        path.write_text(text + "\n", encoding="utf-8")
+    assert path.exists(), f"no snapshot {path}: run with KFCTL_UPDATE_SNAPSHOTS=1 and review it"
+    assert text + "\n" == path.read_text(encoding="utf-8")
+
+
+def block(text: str, step: str) -> str:
+    """The lines of one step in the printed plan: its header and its indented edges."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"  {step}  ["))
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith("      ")), len(lines))
+    return "\n".join(lines[start:end])
+
+
+def serving_plan() -> str:
+    plan = build_plan(
+        [("cert-manager", yaml.safe_load(CERT_MANAGER_BUNDLE)), ("serving", yaml.safe_load(SERVING_BUNDLE))],
+        depends_on={"serving": ["cert-manager"]},
+    )
+    return format_plan(plan)
+
+
+def test_serving_bundle_plan_snapshot() -> None:
+    check_snapshot("plan_serving", serving_plan())
+
+
+def test_runtime_waits_for_its_crd_and_for_the_webhook_backend_not_for_an_ignore_webhook() -> None:
+    text = serving_plan()
+    runtime = block(text, "ClusterServingRuntime.serving.kserve.io sklearn")
+    assert "waits for CustomResourceDefinition.apiextensions.k8s.io clusterservingruntimes.serving.kserve.io" in runtime
+    assert "waits for webhook backend serving/webhook" in runtime
+    assert "webhook backend" not in block(text, "ConfigMap serving/config")  # failurePolicy Ignore adds no edge
+
+
+def test_webhook_backend_waits_for_service_deployment_and_injected_certificate() -> None:
+    backend = block(serving_plan(), "webhook backend serving/webhook")
+    assert "waits for Deployment.apps serving/controller" in backend
+    assert "waits for Certificate.cert-manager.io serving/serving-cert" in backend
+    assert "after ValidatingWebhookConfiguration.admissionregistration.k8s.io serving-validator" in backend
+
+
+def test_a_cycle_is_a_plan_error_that_prints_it() -> None:
+    bundle = yaml.safe_load(
+        """
+        - apiVersion: v1
+          kind: ConfigMap
+          metadata:
+            name: a
+            namespace: default
+            annotations: {kfctl.kubeflow.org/depends-on: ConfigMap/default/b}
+        - apiVersion: v1
+          kind: ConfigMap
+          metadata:
+            name: b
+            namespace: default
+            annotations: {kfctl.kubeflow.org/depends-on: ConfigMap/default/a}
+        """
+    )
+    with pytest.raises(PlanError) as err:
+        build_plan([("app", bundle)], depends_on={})
+    assert err.value.message == "dependency cycle: ConfigMap default/a → ConfigMap default/b → ConfigMap default/a"
+    assert err.value.details == [
+        "ConfigMap default/a waits for ConfigMap default/b: annotation kfctl.kubeflow.org/depends-on",
+        "ConfigMap default/b waits for ConfigMap default/a: annotation kfctl.kubeflow.org/depends-on",
+    ]
+
+
+def test_namespace_selector_limits_a_webhook_to_labelled_namespaces() -> None:
+    bundle = yaml.safe_load(
+        """
+        - apiVersion: v1
+          kind: Namespace
+          metadata: {name: plain}
+        - apiVersion: v1
+          kind: Namespace
+          metadata: {name: injected, labels: {inject: enabled}}
+        - apiVersion: admissionregistration.k8s.io/v1
+          kind: MutatingWebhookConfiguration
+          metadata: {name: m}
+          webhooks:
+          - name: m.example.com
+            clientConfig: {url: "https://127.0.0.1:9443/mutate"}
+            namespaceSelector: {matchLabels: {inject: enabled}}
+            rules: [{apiGroups: [""], apiVersions: [v1], operations: ["*"], resources: [configmaps]}]
+        - apiVersion: v1
+          kind: ConfigMap
+          metadata: {name: c, namespace: plain}
+        - apiVersion: v1
+          kind: ConfigMap
+          metadata: {name: c, namespace: injected}
+        """
+    )
+    plan = build_plan([("app", bundle)], depends_on={})
+    deps = {sid: [e.dependency for e in edges] for sid, edges in plan.deps.items()}
+    assert "webhook backend https://127.0.0.1:9443/mutate" in deps["ConfigMap injected/c"]
+    assert "webhook backend https://127.0.0.1:9443/mutate" not in deps["ConfigMap plain/c"]
+
+
+def test_application_dependencies_gate_every_object_of_the_dependent() -> None:
+    a = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "default"}}]
+    b = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b", "namespace": "default"}}]
+    plan = build_plan([("first", a), ("second", b)], depends_on={"second": ["first"]})
+    assert plan.waves() == [["ConfigMap default/a"], ["application first"], ["ConfigMap default/b"]]
