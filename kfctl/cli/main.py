@@ -12,6 +12,7 @@ from kfctl.cli.catalog_cmd import catalog
 from kfctl.cli.context import GlobalOptions
 from kfctl.cli.delete_cmd import delete
 from kfctl.cli.diff_cmd import diff
+from kfctl.cli.export_cmd import export_cmd
 from kfctl.cli.generate_cmd import generate
 from kfctl.cli.init_cmd import init
 from kfctl.cli.options import get_options, global_options
@@ -56,6 +57,7 @@ cli.add_command(init)
 cli.add_command(catalog)
 cli.add_command(generate)
 cli.add_command(generate, name="build")
+cli.add_command(export_cmd)
 cli.add_command(plan)
 cli.add_command(apply)
 cli.add_command(status)

@@ -1,0 +1,287 @@
+"""`kfctl export`: Argo CD / Flux objects whose order follows the component graph of the real catalog,
+exact output for a small KfDef, cycles as plan errors, option checks, and the files it writes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kfctl.app.export import ExportOptions, application_dependencies, export, sync_waves, write_files
+from kfctl.catalog.model import Catalog
+from kfctl.cli.main import main
+from kfctl.config.loader import load_kfdef
+from kfctl.config.model import KfDef
+from kfctl.errors import PlanError, UsageError
+
+FULL = """\
+apiVersion: kfdef.apps.kubeflow.org/v1
+kind: KfDef
+metadata:
+  name: prod
+spec:
+  platform: kind
+  repos:
+    - {name: mine, uri: ./mine}
+  applications:
+    - name: kserve
+    - name: katib
+    - name: common
+    - name: notebook-controller
+    - name: cert-manager
+    - name: training-operator
+    - name: my-app
+      dependsOn: [katib]
+      kustomizeConfig:
+        repoRef: {name: mine, path: apps/my-app}
+    - name: pipelines
+      enabled: false
+"""
+SMALL = """\
+apiVersion: kfdef.apps.kubeflow.org/v1
+kind: KfDef
+metadata:
+  name: demo
+spec:
+  platform: kind
+  applications:
+    - name: common
+    - name: training-operator
+"""
+
+
+def kfdef_from(tmp_path: Path, text: str, catalog: Catalog) -> KfDef:
+    (tmp_path / "mine" / "apps" / "my-app").mkdir(parents=True, exist_ok=True)
+    path = tmp_path / "kfdef.yaml"
+    path.write_text(text)
+    return load_kfdef(path, catalog)
+
+
+def test_waves_and_depends_on_follow_the_real_catalog(tmp_path: Path, real_catalog: Catalog) -> None:
+    kfdef = kfdef_from(tmp_path, FULL, real_catalog)
+    deps = application_dependencies(kfdef, real_catalog)
+    assert deps == {
+        "cert-manager": (),
+        "common": (),
+        "katib": ("cert-manager", "common", "training-operator"),
+        "kserve": ("cert-manager", "common"),
+        "my-app": ("katib",),
+        "notebook-controller": ("common",),
+        "training-operator": ("common",),
+    }
+    waves = sync_waves(deps)
+    assert waves == {
+        "cert-manager": 0,
+        "common": 0,
+        "katib": 2,
+        "kserve": 1,
+        "my-app": 3,
+        "notebook-controller": 1,
+        "training-operator": 1,
+    }
+    argo = export(kfdef, real_catalog, ExportOptions(format="argocd", repo_url="https://git.example/p.git"))
+    wave_of = {
+        o["metadata"]["name"]: int(o["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"]) for o in argo.objects
+    }
+    assert wave_of["prod-cert-manager"] < wave_of["prod-kserve"]
+    assert wave_of["prod-cert-manager"] < wave_of["prod-katib"]
+    assert wave_of["prod-training-operator"] < wave_of["prod-katib"]
+    # Every edge goes to a strictly earlier wave.
+    for app, needs in deps.items():
+        for dep in needs:
+            assert wave_of[f"prod-{dep}"] < wave_of[f"prod-{app}"], (app, dep)
+    flux = export(kfdef, real_catalog, ExportOptions(format="flux", repo_url="https://git.example/p.git"))
+    depends = {
+        o["metadata"]["name"]: [d["name"] for d in o["spec"].get("dependsOn", [])]
+        for o in flux.objects
+        if o["kind"] == "Kustomization"
+    }
+    assert depends["prod-katib"] == ["prod-cert-manager", "prod-common", "prod-training-operator"]
+    assert depends["prod-kserve"] == ["prod-cert-manager", "prod-common"]
+    assert depends["prod-my-app"] == ["prod-katib"]
+    assert "prod-pipelines" not in depends  # disabled applications are not exported
+
+
+def test_argocd_output_is_exact(tmp_path: Path, catalog: Catalog) -> None:
+    kfdef = kfdef_from(tmp_path, SMALL, catalog)
+    result = export(
+        kfdef, catalog, ExportOptions(format="argocd", repo_url="https://git.example/p.git", path="clusters/prod")
+    )
+    assert yaml.safe_dump(list(result.objects), sort_keys=False) == yaml.safe_dump(
+        [
+            {
+                "apiVersion": "argoproj.io/v1alpha1",
+                "kind": "Application",
+                "metadata": {
+                    "name": f"demo-{app}",
+                    "namespace": "argocd",
+                    "labels": {
+                        "app.kubernetes.io/managed-by": "kfctl",
+                        "app.kubernetes.io/part-of": "demo",
+                        "kfctl.kubeflow.org/application": app,
+                    },
+                    "annotations": {"argocd.argoproj.io/sync-wave": wave},
+                },
+                "spec": {
+                    "project": "default",
+                    "source": {
+                        "repoURL": "https://git.example/p.git",
+                        "targetRevision": "main",
+                        "path": f"clusters/prod/kustomize/{app}",
+                    },
+                    "destination": {"server": "https://kubernetes.default.svc", "namespace": "kubeflow"},
+                    "syncPolicy": {
+                        "automated": {"prune": False, "selfHeal": False},
+                        "syncOptions": ["ServerSideApply=true"],
+                        "retry": {"limit": 5, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "3m"}},
+                    },
+                },
+            }
+            for app, wave in (("common", "0"), ("training-operator", "1"))
+        ],
+        sort_keys=False,
+    )
+    assert result.missing == ("common", "training-operator")
+
+
+def test_flux_output_is_exact(tmp_path: Path, catalog: Catalog) -> None:
+    kfdef = kfdef_from(tmp_path, SMALL, catalog)
+    opts = ExportOptions(
+        format="flux", repo_url="ssh://git@git.example/p.git", revision="refs/tags/v1.2.0", prune=True, interval="5m"
+    )
+    objects = export(kfdef, catalog, opts).objects
+    labels = {"app.kubernetes.io/managed-by": "kfctl", "app.kubernetes.io/part-of": "demo"}
+    assert list(objects) == [
+        {
+            "apiVersion": "source.toolkit.fluxcd.io/v1",
+            "kind": "GitRepository",
+            "metadata": {"name": "demo", "namespace": "flux-system", "labels": labels},
+            "spec": {"interval": "5m", "url": "ssh://git@git.example/p.git", "ref": {"tag": "v1.2.0"}},
+        },
+        {
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+            "kind": "Kustomization",
+            "metadata": {
+                "name": "demo-common",
+                "namespace": "flux-system",
+                "labels": {**labels, "kfctl.kubeflow.org/application": "common"},
+            },
+            "spec": {
+                "interval": "5m",
+                "path": "./kustomize/common",
+                "prune": True,
+                "wait": True,
+                "timeout": "10m",
+                "retryInterval": "1m",
+                "sourceRef": {"kind": "GitRepository", "name": "demo"},
+            },
+        },
+        {
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+            "kind": "Kustomization",
+            "metadata": {
+                "name": "demo-training-operator",
+                "namespace": "flux-system",
+                "labels": {**labels, "kfctl.kubeflow.org/application": "training-operator"},
+            },
+            "spec": {
+                "interval": "5m",
+                "path": "./kustomize/training-operator",
+                "prune": True,
+                "wait": True,
+                "timeout": "10m",
+                "retryInterval": "1m",
+                "sourceRef": {"kind": "GitRepository", "name": "demo"},
+                "dependsOn": [{"name": "demo-common"}],
+            },
+        },
+    ]
+
+
+@pytest.mark.parametrize(
+    ("revision", "ref"),
+    [
+        ("main", {"branch": "main"}),
+        ("refs/heads/release-1.10", {"branch": "release-1.10"}),
+        ("refs/tags/v1", {"tag": "v1"}),
+        ("refs/pull/7/head", {"name": "refs/pull/7/head"}),
+        ("0123456789abcdef0123456789abcdef01234567", {"commit": "0123456789abcdef0123456789abcdef01234567"}),
+    ],
+)
+def test_flux_revision_kinds(tmp_path: Path, catalog: Catalog, revision: str, ref: dict[str, str]) -> None:
+    kfdef = kfdef_from(tmp_path, SMALL, catalog)
+    source = export(kfdef, catalog, ExportOptions(format="flux", repo_url="u", revision=revision)).objects[0]
+    assert source["spec"]["ref"] == ref
+
+
+def test_a_dependency_cycle_is_a_plan_error_that_prints_it(tmp_path: Path, catalog: Catalog) -> None:
+    text = SMALL.replace("    - name: common\n", "    - name: common\n      dependsOn: [training-operator]\n")
+    kfdef = kfdef_from(tmp_path, text, catalog)
+    with pytest.raises(PlanError) as info:
+        export(kfdef, catalog, ExportOptions(format="flux", repo_url="u"))
+    assert info.value.message == "dependency cycle among applications: common → training-operator → common"
+    assert info.value.details == ["common depends on training-operator", "training-operator depends on common"]
+    assert info.value.exit_code == 5
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"repo_url": " "}, "--repo-url must name the git repository that holds the app directory"),
+        ({"path": "/abs"}, "--path '/abs' must be relative to the repository root, without '..'"),
+        ({"path": "a/../../b"}, "--path 'a/../../b' must be relative to the repository root, without '..'"),
+        ({"interval": "10 minutes"}, "--interval '10 minutes' must be a duration such as 5m, 1h or 30s"),
+        ({"revision": "--upload-pack=x"}, "--revision '--upload-pack=x' must be a branch, tag, commit or refs/… name"),
+        ({"format": "helm"}, "--format must be one of argocd, flux, got 'helm'"),
+    ],
+)
+def test_option_errors(tmp_path: Path, catalog: Catalog, change: dict[str, str], message: str) -> None:
+    kfdef = kfdef_from(tmp_path, SMALL, catalog)
+    fields = {"format": "argocd", "repo_url": "u", **change}
+    with pytest.raises(UsageError) as info:
+        export(kfdef, catalog, ExportOptions(**fields))
+    assert info.value.message == message
+
+
+def test_write_files_lists_them_and_removes_only_its_own_stale_files(tmp_path: Path, catalog: Catalog) -> None:
+    kfdef = kfdef_from(tmp_path, SMALL, catalog)
+    out = tmp_path / "gitops"
+    out.mkdir()
+    (out / "README.md").write_text("mine\n")
+    (out / "other.yaml").write_text("kind: ConfigMap\n")
+    opts = ExportOptions(format="argocd", repo_url="u")
+    files, removed = write_files(kfdef, export(kfdef, catalog, opts), out)
+    assert files == ["application-demo-common.yaml", "application-demo-training-operator.yaml", "kustomization.yaml"]
+    assert removed == []
+    assert yaml.safe_load((out / "kustomization.yaml").read_text())["resources"] == files[:2]
+    smaller = kfdef_from(tmp_path, SMALL.replace("    - name: training-operator\n", ""), catalog)
+    files, removed = write_files(smaller, export(smaller, catalog, opts), out)
+    assert removed == ["application-demo-training-operator.yaml"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "README.md",
+        "application-demo-common.yaml",
+        "kustomization.yaml",
+        "other.yaml",
+    ]
+    (out / "kustomization.yaml").write_text("resources: []\n")
+    with pytest.raises(UsageError) as info:
+        write_files(smaller, export(smaller, catalog, opts), out)
+    assert info.value.message == f"{out / 'kustomization.yaml'} exists and was not written by kfctl export"
+
+
+def test_cli_prints_the_same_bytes_every_time(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], real_catalog: Catalog
+) -> None:
+    kfdef = kfdef_from(tmp_path, FULL, real_catalog)
+    args = ["export", "-f", str(kfdef.path), "--format", "flux", "--repo-url", "https://git.example/p.git"]
+    assert main(args) == 0
+    first = capsys.readouterr()
+    assert main(args) == 0
+    second = capsys.readouterr()
+    assert first.out == second.out
+    docs = list(yaml.safe_load_all(first.out))
+    assert [d["kind"] for d in docs] == ["GitRepository"] + ["Kustomization"] * 7
+    assert first.err.startswith(f"Warning: {tmp_path}/kustomize/ has no directory for: cert-manager, common,")
+    assert main([*args[:5], "--format", "argocd", "--repo-url", "u", "--path", "../x"]) == 2
+    assert "--path '../x' must be relative" in capsys.readouterr().err
