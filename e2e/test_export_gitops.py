@@ -1,0 +1,105 @@
+"""`kfctl export` output is accepted by a real API server under the Argo CD and Flux CRDs' schemas.
+
+e2e/crds/ holds compact CRDs with the real groups, kinds, versions and field names (structural schemas
+that close the fields kfctl writes). They are created for real, then the export of a full kind platform
+goes through `kubectl apply --dry-run=server --validate=strict`, from stdout and from --output-dir. A
+deliberately broken copy must fail the same dry run, which shows the schemas do check something.
+"""
+
+from __future__ import annotations
+
+import copy
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parent.parent
+CRDS = Path(__file__).resolve().parent / "crds"
+CRD_NAMES = (
+    "applications.argoproj.io",
+    "gitrepositories.source.toolkit.fluxcd.io",
+    "kustomizations.kustomize.toolkit.fluxcd.io",
+)
+
+
+def kubectl(kubeconfig: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    exe = shutil.which("kubectl")
+    assert exe, "kubectl is needed for the server-side dry run"
+    return subprocess.run(
+        [exe, "--kubeconfig", kubeconfig, *args], input=stdin, capture_output=True, text=True, timeout=180
+    )
+
+
+def kfctl(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kfctl.cli.main", *args], capture_output=True, text=True, timeout=300, cwd=REPO
+    )
+
+
+@pytest.fixture(scope="module")
+def gitops_crds(kubeconfig: str) -> str:
+    out = kubectl(kubeconfig, "apply", "--server-side", "--field-manager=kfctl-e2e", "-f", str(CRDS))
+    assert out.returncode == 0, out.stderr
+    waited = kubectl(
+        kubeconfig, "wait", "--for=condition=Established", "--timeout=60s", *(f"crd/{n}" for n in CRD_NAMES)
+    )
+    assert waited.returncode == 0, waited.stderr
+    namespaces = "".join(
+        f"---\napiVersion: v1\nkind: Namespace\nmetadata: {{name: {n}}}\n" for n in ("argocd", "flux-system")
+    )
+    out = kubectl(kubeconfig, "apply", "-f", "-", stdin=namespaces)
+    assert out.returncode == 0, out.stderr
+    return kubeconfig
+
+
+@pytest.fixture(scope="module")
+def app_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    app = tmp_path_factory.mktemp("export") / "platform"
+    out = kfctl("init", str(app), "--platform", "kind")
+    assert out.returncode == 0, out.stderr
+    return app
+
+
+def dry_run(kubeconfig: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return kubectl(kubeconfig, "apply", "--dry-run=server", "--validate=strict", *args, stdin=stdin)
+
+
+@pytest.mark.parametrize("fmt", ["argocd", "flux"])
+def test_export_passes_a_strict_server_side_dry_run(gitops_crds: str, app_dir: Path, tmp_path: Path, fmt: str) -> None:
+    args = ["export", str(app_dir), "--format", fmt, "--repo-url", "https://git.example.com/ml/platform.git"]
+    out = kfctl(*args, "--path", "clusters/e2e", "--revision", "refs/tags/v1.0.0", "--prune")
+    assert out.returncode == 0, out.stderr
+    docs: list[dict[str, Any]] = [d for d in yaml.safe_load_all(out.stdout) if d]
+    kinds = {d["kind"] for d in docs}
+    assert kinds == ({"Application"} if fmt == "argocd" else {"GitRepository", "Kustomization"})
+    result = dry_run(gitops_crds, "-f", "-", stdin=out.stdout)
+    assert result.returncode == 0, result.stderr
+    for d in docs:
+        assert (
+            f"{d['kind'].lower()}.{d['apiVersion'].split('/')[0]}/{d['metadata']['name']} created (server dry run)"
+            in (result.stdout)
+        ), result.stdout
+
+    written = kfctl(*args, "--output-dir", str(tmp_path / "gitops"))
+    assert written.returncode == 0, written.stderr
+    result = dry_run(gitops_crds, "-k", str(tmp_path / "gitops"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("created (server dry run)") == len(docs)
+
+    # The schemas bite: an unknown field and a wrong type in a copy are both refused.
+    broken = copy.deepcopy(docs[-1])
+    broken["spec"]["bogusField"] = True
+    if fmt == "argocd":
+        broken["spec"]["syncPolicy"]["automated"]["prune"] = "yes"
+    else:
+        broken["spec"]["sourceRef"]["kind"] = "HelmRepository"
+    refused = dry_run(gitops_crds, "-f", "-", stdin=yaml.safe_dump(broken))
+    assert refused.returncode != 0
+    assert "bogusField" in refused.stderr, refused.stderr
