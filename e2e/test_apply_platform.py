@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_apply_support import CertManagerWebhookCA, Run, kfctl, kubectl
+from test_apply_support import CertManagerWebhookCA, kfctl, kubectl
 
 pytestmark = pytest.mark.e2e
 
