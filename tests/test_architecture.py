@@ -42,6 +42,7 @@ FORBIDDEN_UPWARD = {
     "health": {"kfctl.cli", "kfctl.app", "kfctl.engine", "kfctl.plan", "kfctl.render"},
     "config": {"kfctl.cli", "kfctl.app", "kfctl.engine", "kfctl.plan", "kfctl.render", "kfctl.k8s"},
     "catalog": {"kfctl.cli", "kfctl.app", "kfctl.engine", "kfctl.plan", "kfctl.render", "kfctl.k8s"},
+    "repos": {"kfctl.cli", "kfctl.app", "kfctl.engine", "kfctl.plan", "kfctl.k8s"},
     "render": {"kfctl.cli", "kfctl.app", "kfctl.engine", "kfctl.k8s"},
     "plan": {"kfctl.cli", "kfctl.app", "kfctl.engine", "kfctl.k8s"},
     "engine": {"kfctl.cli", "kfctl.app"},
@@ -66,8 +67,8 @@ def test_no_shell_no_unsafe_yaml_no_print_below_the_cli(path: Path) -> None:
     for node in ast.walk(tree):
         if isinstance(node, ast.keyword) and node.arg == "shell":
             pytest.fail(f"{path.name}:{node.value.lineno} passes shell=")
-        if isinstance(node, ast.Attribute) and node.attr in ("load", "load_all", "unsafe_load", "full_load"):
-            if isinstance(node.value, ast.Name) and node.value.id == "yaml":
-                pytest.fail(f"{path.name}:{node.lineno} uses yaml.{node.attr}; use yaml.safe_load")
+        unsafe = ("load", "load_all", "unsafe_load", "full_load")
+        if isinstance(node, ast.Attribute) and node.attr in unsafe and getattr(node.value, "id", "") == "yaml":
+            pytest.fail(f"{path.name}:{node.lineno} uses yaml.{node.attr}; use yaml.safe_load")
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
             pytest.fail(f"{path.name}:{node.lineno} prints; only the CLI writes to the terminal")
