@@ -364,7 +364,7 @@ class Engine:
     def _block(self, plan: Plan, tracks: dict[str, _Track], t: _Track, result: ApplyResult, dep: str) -> None:
         t.state = "blocked"
         chain = (t.step.id, *self._chain(plan, tracks, dep))
-        msg = f"blocked: {' ← '.join(chain)}"
+        msg = "behind " + " ← ".join(chain[1:])
         result.blocked.append(Failure(t.step.id, msg, chain))
         self._emit("Blocked", t.step, msg, chain=chain)
 
