@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from kfctl import yamlio
 from kfctl.errors import RenderError
 
 Obj = dict[str, Any]
@@ -53,7 +54,7 @@ def parse_stream(text: str, *, source: str) -> list[Obj]:
     Raises RenderError naming ``source`` when the stream is not YAML or a document is not an object.
     """
     try:
-        docs = list(yaml.safe_load_all(text))
+        docs = yamlio.safe_load_all(text)
     except yaml.YAMLError as e:
         raise RenderError(f"{source}: output is not valid YAML: {e}") from e
     objects: list[Obj] = []

@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from kfctl import yamlio
 from kfctl.catalog.model import Catalog, Component, Overlay, ParameterSpec, Platform
 from kfctl.errors import ConfigError
 
@@ -47,7 +48,7 @@ def load_catalog(root: Path | None = None) -> Catalog:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yamlio.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as e:
         raise ConfigError(f"{path}: cannot read catalog metadata: {e}") from e
     if not isinstance(data, dict):

@@ -2,24 +2,47 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
 
 from kfctl import __version__
-from kfctl.cli.apply_cmd import apply
-from kfctl.cli.catalog_cmd import catalog
 from kfctl.cli.context import GlobalOptions
-from kfctl.cli.delete_cmd import delete
-from kfctl.cli.diff_cmd import diff
-from kfctl.cli.export_cmd import export_cmd
-from kfctl.cli.generate_cmd import generate
-from kfctl.cli.init_cmd import init
 from kfctl.cli.options import get_options, global_options
 from kfctl.cli.output import emit, emit_error, emit_unexpected
-from kfctl.cli.plan_cmd import plan
-from kfctl.cli.status_cmd import status
 from kfctl.errors import InterruptedError_, KfctlError
+
+# Commands are imported when used: the cluster commands pull in the kubernetes client (about a second of
+# imports), which `init`, `generate` and `--help` should not pay for.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "init": ("kfctl.cli.init_cmd", "init"),
+    "catalog": ("kfctl.cli.catalog_cmd", "catalog"),
+    "generate": ("kfctl.cli.generate_cmd", "generate"),
+    "build": ("kfctl.cli.generate_cmd", "generate"),
+    "export": ("kfctl.cli.export_cmd", "export_cmd"),
+    "plan": ("kfctl.cli.plan_cmd", "plan"),
+    "apply": ("kfctl.cli.apply_cmd", "apply"),
+    "status": ("kfctl.cli.status_cmd", "status"),
+    "diff": ("kfctl.cli.diff_cmd", "diff"),
+    "delete": ("kfctl.cli.delete_cmd", "delete"),
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use (click's documented lazy-loading pattern)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in COMMANDS:
+            module, attr = COMMANDS[cmd_name]
+            command = getattr(importlib.import_module(module), attr)
+            assert isinstance(command, click.Command)
+            return command
+        return super().get_command(ctx, cmd_name)
+
 
 HELP = """Install a machine-learning platform on Kubernetes from one KfDef file.
 
@@ -34,7 +57,9 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 config, 4 render, 5 plan, 6 cluster, 7 API
 """
 
 
-@click.group(help=HELP, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(
+    cls=LazyGroup, help=HELP, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
+)
 @global_options
 @click.pass_context
 def cli(ctx: click.Context) -> None:
@@ -51,18 +76,6 @@ def version() -> None:
       kfctl version -o json
     """
     emit(get_options(), {"version": __version__}, f"kfctl {__version__}")
-
-
-cli.add_command(init)
-cli.add_command(catalog)
-cli.add_command(generate)
-cli.add_command(generate, name="build")
-cli.add_command(export_cmd)
-cli.add_command(plan)
-cli.add_command(apply)
-cli.add_command(status)
-cli.add_command(diff)
-cli.add_command(delete)
 
 
 def main(argv: list[str] | None = None) -> int:
