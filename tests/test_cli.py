@@ -110,7 +110,7 @@ def test_three_mistakes_yield_three_positioned_messages_and_no_traceback(
     assert err.splitlines() == [
         f"Error (config error): {path}: 3 problems in the KfDef",
         f'  {path}:7:3 spec.colour: unknown field "colour"',
-        f"  {path}:13:19 spec.applications[0].kustomizeConfig.repoRef.name: repo \"manifest\" is not defined in "
+        f'  {path}:13:19 spec.applications[0].kustomizeConfig.repoRef.name: repo "manifest" is not defined in '
         'spec.repos (did you mean "manifests"?)',
         f"  {path}:16:36 spec.applications[1].kustomizeConfig.repoRef.path: unknown component "
         '"notebook-controler" (did you mean "notebook-controller"?)',
