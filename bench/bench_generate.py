@@ -1,6 +1,7 @@
 """B5: `kfctl generate` of the full catalog vs `kustomize build` of the same directories one after another.
 
-Both sides run in this one process's run, alternating, on the same machine state:
+Both sides run in this one process's run, alternating (peer first on odd runs, kfctl first on even
+ones), on the same machine state:
 - peer: the generated APPDIR/kustomize/<app> directories built by the kustomize binary, sequentially
   (what a user would script without kfctl);
 - kfctl: `kfctl generate APPDIR` as a subprocess (parse, validate, vendor, parallel render, atomic swap).
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -45,35 +47,58 @@ def timed(argv: list[str]) -> float:
     return time.perf_counter() - start
 
 
+@dataclass
+class GenerateFigures:
+    applications: int = 0
+    kustomize: str = ""
+    peer: list[float] = field(default_factory=list)
+    ours: list[float] = field(default_factory=list)
+
+
+def measure(root: Path, *, runs: int, platform: str = "generic") -> GenerateFigures:
+    """Alternating, one pair per run, in ``root`` (a scratch dir)."""
+    catalog = load_catalog()
+    components = sorted(c.name for c in catalog.components.values() if not c.platforms or platform in c.platforms)
+    kfctl = str(Path(sys.executable).parent / "kfctl")
+    k = find_kustomize()
+    app = root / "generate"
+    init_app(catalog, app_dir=app, platform=platform, components=components, namespace="kubeflow", force=True)
+    path = app / "kfdef.yaml"
+    doc = yaml.safe_load(path.read_text())
+    for plugin in doc["spec"].get("plugins", []):
+        for key in plugin.get("spec", {}):
+            plugin["spec"][key] = PLATFORM_VALUES.get(key, plugin["spec"][key])
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    subprocess.run([kfctl, "generate", str(app)], check=True, capture_output=True)  # warm-up, creates dirs
+    dirs = sorted(d for d in (app / "kustomize").iterdir() if d.is_dir())
+    figs = GenerateFigures(applications=len(dirs), kustomize=k.describe())
+    for i in range(runs):
+
+        def peer() -> None:
+            start = time.perf_counter()
+            for d in dirs:
+                subprocess.run([*k.argv, str(d)], check=True, capture_output=True)
+            figs.peer.append(time.perf_counter() - start)
+
+        def ours() -> None:
+            figs.ours.append(timed([kfctl, "generate", str(app)]))
+
+        for side in (peer, ours) if i % 2 == 0 else (ours, peer):
+            side()
+    return figs
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--platform", default="generic")
     args = parser.parse_args()
-    catalog = load_catalog()
-    components = sorted(c.name for c in catalog.components.values() if not c.platforms or args.platform in c.platforms)
-    kfctl = str(Path(sys.executable).parent / "kfctl")
-    k = find_kustomize()
     with tempfile.TemporaryDirectory(prefix="kfctl-bench-") as tmp:
-        app = Path(tmp) / "bench"
-        init_app(catalog, app_dir=app, platform=args.platform, components=components, namespace="kubeflow", force=True)
-        path = app / "kfdef.yaml"
-        doc = yaml.safe_load(path.read_text())
-        for plugin in doc["spec"].get("plugins", []):
-            for key in plugin.get("spec", {}):
-                plugin["spec"][key] = PLATFORM_VALUES.get(key, plugin["spec"][key])
-        path.write_text(yaml.safe_dump(doc, sort_keys=False))
-        subprocess.run([kfctl, "generate", str(app)], check=True, capture_output=True)  # warm-up, creates dirs
-        dirs = sorted(d for d in (app / "kustomize").iterdir() if d.is_dir())
-        ours: list[float] = []
-        peer: list[float] = []
-        for _ in range(args.runs):
-            start = time.perf_counter()
-            for d in dirs:
-                subprocess.run([*k.argv, str(d)], check=True, capture_output=True)
-            peer.append(time.perf_counter() - start)
-            ours.append(timed([kfctl, "generate", str(app)]))
-    print(f"B5 generate: {len(dirs)} applications, platform {args.platform}, {k.describe()}, {args.runs} runs")
+        figs = measure(Path(tmp), runs=args.runs, platform=args.platform)
+    peer, ours = figs.peer, figs.ours
+    print(
+        f"B5 generate: {figs.applications} applications, platform {args.platform}, {figs.kustomize}, {args.runs} runs"
+    )
     print(f"{'side':<34}{'median s':>10}{'min s':>9}{'max s':>9}")
     for name, xs in (("kustomize build, one after another", peer), ("kfctl generate", ours)):
         print(f"{name:<34}{statistics.median(xs):>10.2f}{min(xs):>9.2f}{max(xs):>9.2f}")

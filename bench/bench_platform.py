@@ -1,0 +1,187 @@
+"""B1, B2, B3: the full catalog on a fresh cluster, kfctl against upstream's install methods.
+
+The bundle is the full catalog of the generic platform (every component it allows), rendered once by
+`kfctl generate` before any timing; every side applies exactly those rendered files
+(all.yaml = APPDIR/rendered/<app>.yaml in KfDef order). Per run, three fresh clusters, in an order that
+rotates from run to run:
+
+- kfctl: `kfctl apply APPDIR --skip-generate` (apply in dependency order, wait until everything is
+  healthy, write the inventory) — the B1 and B2 sample; then on the same cluster the same command again,
+  the B3 no-op re-apply (its time and its write requests).
+- B1 peer, upstream kubeflow/manifests: `while ! kubectl apply --server-side --force-conflicts -f all.yaml;
+  do sleep 20; done`, then `kubectl wait` for every CRD Established and every Deployment Available.
+- B2 peer, raw apply: the same bundle pre-sorted, CRDs first: `kubectl apply --server-side -f crds.yaml`,
+  `kubectl wait` Established, then one `kubectl apply --server-side -f rest.yaml`; no health wait.
+
+cert-manager-webhook's self-made CA Secret is played by the e2e helper on every cluster alike.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from benchlib import (
+    Measured,
+    Samples,
+    cert_manager_webhook_ca,
+    fresh_cluster,
+    kfctl_argv,
+    kubectl,
+    log,
+    run_measured,
+)
+
+PLATFORM = "generic"
+PLATFORM_VALUES = {
+    "clusterName": "bench",
+    "region": "eu-west-1",
+    "autoscalerRoleArn": "arn:aws:iam::1:role/ca",
+    "project": "p",
+    "zone": "z",
+    "cluster": "c",
+    "subscriptionId": "s",
+    "resourceGroup": "rg",
+}
+UPSTREAM_SLEEP = 20.0
+UPSTREAM_MAX_PASSES = 10
+
+
+@dataclass
+class PlatformFigures:
+    objects: int = 0
+    components: list[str] = field(default_factory=list)
+    kfctl: Samples = field(default_factory=Samples)  # B1/B2: fresh apply to all-healthy
+    kfctl_applied: Samples = field(default_factory=Samples)  # the last object's apply, from process start
+    reapply: Samples = field(default_factory=Samples)  # B3
+    reapply_ratio: Samples = field(default_factory=Samples)
+    reapply_writes: list[int] = field(default_factory=list)
+    first_writes: list[int] = field(default_factory=list)
+    upstream: Samples = field(default_factory=Samples)  # B1 peer
+    upstream_passes: list[int] = field(default_factory=list)
+    upstream_first_errors: list[str] = field(default_factory=list)
+    presorted: Samples = field(default_factory=Samples)  # B2 peer
+
+
+def prepare_app(root: Path) -> tuple[Path, Path, Path, Path, dict[str, Any]]:
+    """Init + generate the full catalog; write all.yaml, crds.yaml, rest.yaml. Untimed."""
+    from kfctl.app.init import init_app
+    from kfctl.catalog.load import load_catalog
+
+    catalog = load_catalog()
+    components = sorted(c.name for c in catalog.components.values() if not c.platforms or PLATFORM in c.platforms)
+    app = root / "platform"
+    init_app(catalog, app_dir=app, platform=PLATFORM, components=components, namespace="kubeflow", force=True)
+    path = app / "kfdef.yaml"
+    doc = yaml.safe_load(path.read_text())
+    doc["metadata"]["name"] = "bench"
+    for plugin in doc["spec"].get("plugins", []):
+        for key in plugin.get("spec", {}):
+            plugin["spec"][key] = PLATFORM_VALUES.get(key, plugin["spec"][key])
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    run_measured(kfctl_argv("generate", str(app))).check()
+    objects: list[dict[str, Any]] = []
+    for a in doc["spec"]["applications"]:
+        objects += [o for o in yaml.safe_load_all((app / "rendered" / f"{a['name']}.yaml").read_text()) if o]
+    crds = [o for o in objects if o["kind"] == "CustomResourceDefinition"]
+    rest = [o for o in objects if o["kind"] != "CustomResourceDefinition"]
+    files = {"all": objects, "crds": crds, "rest": rest}
+    for name, objs in files.items():
+        (root / f"{name}.yaml").write_text(yaml.safe_dump_all(objs, sort_keys=False))
+    info = {
+        "objects": len(objects),
+        "components": components,
+        "crds": [o["metadata"]["name"] for o in crds],
+        "deployments": sorted(
+            (o["metadata"].get("namespace") or "default", o["metadata"]["name"])
+            for o in objects
+            if o["kind"] == "Deployment"
+        ),
+    }
+    return app, root / "all.yaml", root / "crds.yaml", root / "rest.yaml", info
+
+
+def _kubectl(kc: str, *args: str) -> Measured:
+    return run_measured([kubectl(), "--kubeconfig", kc, *args], timeout=900)
+
+
+def _wait_crds(kc: str, crds: list[str]) -> None:
+    _kubectl(kc, "wait", "--for=condition=Established", "--timeout=600s", *[f"crd/{n}" for n in crds]).check()
+
+
+def _wait_deployments(kc: str, deployments: list[tuple[str, str]]) -> None:
+    for ns, group in itertools.groupby(deployments, key=lambda d: d[0]):
+        names = [f"deployment/{n}" for _, n in group]
+        _kubectl(kc, "wait", "--for=condition=Available", "--timeout=600s", "-n", ns, *names).check()
+
+
+def upstream_install(kc: str, all_yaml: Path, info: dict[str, Any], figs: PlatformFigures) -> float:
+    """kubeflow/manifests' README method, then kubectl wait; seconds from the first pass to the last wait."""
+    start = time.perf_counter()
+    passes = 0
+    while True:
+        passes += 1
+        r = _kubectl(kc, "apply", "--server-side", "--force-conflicts", "-f", str(all_yaml))
+        if r.code == 0:
+            break
+        if passes == 1:
+            lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+            nomatch = sum("ensure CRDs are installed first" in ln or "no matches for kind" in ln for ln in lines)
+            figs.upstream_first_errors.append(f"{len(lines)} error lines, {nomatch} 'no matches for kind'")
+        if passes >= UPSTREAM_MAX_PASSES:
+            raise RuntimeError(f"upstream loop still failing after {passes} passes: {r.stderr[-1500:]}")
+        time.sleep(UPSTREAM_SLEEP)
+    figs.upstream_passes.append(passes)
+    _wait_crds(kc, info["crds"])
+    _wait_deployments(kc, info["deployments"])
+    return time.perf_counter() - start
+
+
+def presorted_install(kc: str, crds_yaml: Path, rest_yaml: Path, info: dict[str, Any]) -> float:
+    start = time.perf_counter()
+    _kubectl(kc, "apply", "--server-side", "-f", str(crds_yaml)).check()
+    _wait_crds(kc, info["crds"])
+    _kubectl(kc, "apply", "--server-side", "-f", str(rest_yaml)).check()
+    return time.perf_counter() - start
+
+
+def kfctl_install(kc: str, app: Path, figs: PlatformFigures) -> None:
+    first = run_measured(kfctl_argv("apply", str(app), "--skip-generate", "-o", "json", "--kubeconfig", kc)).check()
+    again = run_measured(kfctl_argv("apply", str(app), "--skip-generate", "-o", "json", "--kubeconfig", kc))
+    if again.code not in (0, 10):
+        again.check()
+    figs.kfctl.add(first.seconds)
+    figs.first_writes.append(int(first.summary().get("requests", {}).get("writes", -1)))
+    events = [d for d in first.json_lines() if "event" in d]
+    applied = [d["ts"] for d in events if d["event"] in ("Created", "Configured", "Unchanged")]
+    # Events carry wall-clock stamps; the process took `seconds` and its last event came just before exit.
+    if applied and events:
+        figs.kfctl_applied.add(first.seconds - (events[-1]["ts"] - max(applied)))
+    figs.reapply.add(again.seconds)
+    figs.reapply_ratio.add(again.seconds / first.seconds)
+    figs.reapply_writes.append(int(again.summary().get("requests", {}).get("writes", -1)))
+
+
+def measure(root: Path, *, runs: int, with_b2: bool = True) -> PlatformFigures:
+    app, all_yaml, crds_yaml, rest_yaml, info = prepare_app(root)
+    figs = PlatformFigures(objects=info["objects"], components=info["components"])
+    log(f"platform: {figs.objects} objects, components {', '.join(figs.components)}")
+    sides = ["kfctl", "upstream", "presorted"] if with_b2 else ["kfctl", "upstream"]
+    for i in range(runs):
+        order = sides[i % len(sides) :] + sides[: i % len(sides)]
+        for side in order:
+            with fresh_cluster(side) as kc, cert_manager_webhook_ca(kc):
+                if side == "kfctl":
+                    kfctl_install(kc, app, figs)
+                    log(f"run {i + 1}: kfctl {figs.kfctl.values[-1]:.1f}s, re-apply {figs.reapply.values[-1]:.1f}s")
+                elif side == "upstream":
+                    figs.upstream.add(upstream_install(kc, all_yaml, info, figs))
+                    log(f"run {i + 1}: upstream {figs.upstream.values[-1]:.1f}s ({figs.upstream_passes[-1]} passes)")
+                else:
+                    figs.presorted.add(presorted_install(kc, crds_yaml, rest_yaml, info))
+                    log(f"run {i + 1}: presorted kubectl {figs.presorted.values[-1]:.1f}s")
+    return figs

@@ -1,0 +1,168 @@
+"""What the benchmarks share: fresh local clusters, timed subprocesses with their peak RSS, statistics.
+
+Every measured side runs as its own subprocess (kfctl exactly as a user runs it, kubectl from the e2e bin
+dir), timed from spawn to exit; the peak RSS comes from wait4() on that process, so it is the process's
+own high-water mark and nothing else's. Clusters are started with `e2e/cluster up --local` in a temporary
+state dir and always stopped in a `finally`; only their kubeconfigs are used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+E2E = REPO / "e2e"
+VENV_BIN = Path(sys.executable).parent
+
+
+def bin_dir() -> Path:
+    out = subprocess.run([str(E2E / "build-binaries"), "--print-bin-dir"], capture_output=True, text=True, check=True)
+    return Path(out.stdout.strip().splitlines()[-1])
+
+
+def setup_path() -> Path:
+    """Put the e2e binaries (kubectl) first on PATH for this process and its children; return the bin dir."""
+    d = bin_dir()
+    os.environ["PATH"] = f"{d}{os.pathsep}{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+    os.environ.pop("KUBECONFIG", None)  # only clusters we start are ever addressed
+    return d
+
+
+def kubectl() -> str:
+    found = shutil.which("kubectl")
+    if not found:
+        raise SystemExit("kubectl not found: run e2e/build-binaries")
+    return found
+
+
+def kfctl_argv(*args: str) -> list[str]:
+    return [str(VENV_BIN / "kfctl"), *args]
+
+
+@dataclass
+class Measured:
+    argv: list[str]
+    code: int
+    seconds: float
+    max_rss_mb: float
+    stdout: str
+    stderr: str
+
+    def check(self) -> Measured:
+        if self.code != 0:
+            raise RuntimeError(
+                f"{' '.join(self.argv[:4])} … exited {self.code}\n{self.stdout[-2000:]}\n{self.stderr[-3000:]}"
+            )
+        return self
+
+    def json_lines(self) -> list[dict[str, Any]]:
+        out = []
+        for line in self.stdout.splitlines():
+            if line.startswith("{"):
+                with contextlib.suppress(ValueError):
+                    out.append(json.loads(line))
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        for doc in reversed(self.json_lines()):
+            if "summary" in doc:
+                return dict(doc["summary"])
+        return {}
+
+
+def run_measured(argv: Sequence[str], *, timeout: float = 1800, cwd: Path | None = None) -> Measured:
+    """Run a process to its end; wall seconds from spawn to exit and its own peak RSS (wait4)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(list(argv), stdout=out, stderr=err, cwd=cwd)
+        timer = threading.Timer(timeout, lambda: proc.send_signal(signal.SIGKILL))
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+        seconds = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return Measured(
+            list(argv),
+            proc.returncode,
+            seconds,
+            usage.ru_maxrss / 1024,  # KiB on Linux
+            out.read().decode(errors="replace"),
+            err.read().decode(errors="replace"),
+        )
+
+
+@contextlib.contextmanager
+def fresh_cluster(label: str) -> Iterator[str]:
+    """A new local control plane (etcd, apiserver, controllers, kwok, stand-in) for one measurement."""
+    state = Path(tempfile.mkdtemp(prefix=f"kfctl-bench-{label}-"))
+    try:
+        up = subprocess.run(
+            [sys.executable, str(E2E / "cluster"), "up", "--state-dir", str(state / "c"), "--local"],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
+        if up.returncode != 0:
+            raise RuntimeError(f"e2e/cluster up failed: {up.stderr[-2000:]}")
+        yield up.stdout.strip().splitlines()[-1]
+    finally:
+        subprocess.run(
+            [sys.executable, str(E2E / "cluster"), "down", "--state-dir", str(state / "c")],
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+        shutil.rmtree(state, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def cert_manager_webhook_ca(kubeconfig: str) -> Iterator[None]:
+    """The e2e helper that plays cert-manager-webhook's own CA Secret; runs for both sides alike."""
+    if str(E2E) not in sys.path:
+        sys.path.insert(0, str(E2E))
+    from test_apply_support import CertManagerWebhookCA
+
+    with CertManagerWebhookCA(kubeconfig):
+        yield
+
+
+@dataclass
+class Samples:
+    values: list[float] = field(default_factory=list)
+
+    def add(self, v: float) -> None:
+        self.values.append(v)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values) if self.values else float("nan")
+
+    def describe(self, fmt: str = "{:.2f}") -> str:
+        if not self.values:
+            return "-"
+        if len(self.values) == 1:
+            return fmt.format(self.values[0])
+        return f"{fmt.format(self.median)} [{fmt.format(min(self.values))}–{fmt.format(max(self.values))}]"
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)

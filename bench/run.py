@@ -1,0 +1,177 @@
+"""kfctl's benchmarks, B1 to B5, each measured against its peer in the same run; prints a table of ratios.
+
+    .venv/bin/python bench/run.py [--runs 3] [--only B1,B2,B3,B4,B5] [--sizes 500,2000,5000] [--json FILE]
+
+B1 time to all-healthy (full catalog, fresh cluster) vs upstream's `while ! kubectl apply …; sleep 20` +
+   `kubectl wait`; B2 the same kfctl apply vs one `kubectl apply --server-side` of the bundle pre-sorted
+   (CRDs first, Established); B3 no-op re-apply vs the first apply, and its write requests; B4 seconds per
+   object and peak RSS at 500/2,000/5,000 synthetic objects; B5 `kfctl generate` vs `kustomize build` of
+   the same dirs one after another. See bench/README.md for what each side runs and why.
+
+Ratios are kfctl / peer (lower is better): the ratio of the medians, with the range of the per-run
+ratios. Every run starts its own fresh cluster(s) with `e2e/cluster up --local`; never a timed test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_generate
+import bench_platform
+import bench_scale
+from benchlib import Samples, log, setup_path
+
+ALL = ("B1", "B2", "B3", "B4", "B5")
+
+
+def ratio(ours: Samples | list[float], peer: Samples | list[float]) -> str:
+    a = ours.values if isinstance(ours, Samples) else ours
+    b = peer.values if isinstance(peer, Samples) else peer
+    if not a or not b:
+        return "-"
+    med = statistics.median(a) / statistics.median(b)
+    per_run = [x / y for x, y in zip(a, b, strict=True)]
+    if len(per_run) < 2:
+        return f"{med:.2f}×"
+    return f"{med:.2f}× [{min(per_run):.2f}–{max(per_run):.2f}]"
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "MISSED"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=3, help="runs per benchmark (medians need ≥ 3)")
+    parser.add_argument("--only", default=",".join(ALL), help="comma-separated subset of B1,B2,B3,B4,B5")
+    parser.add_argument("--sizes", default="500,2000,5000", help="B4 bundle sizes")
+    parser.add_argument("--json", type=Path, help="also write every sample to this file")
+    args = parser.parse_args()
+    only = {s.strip().upper() for s in args.only.split(",") if s.strip()}
+    unknown = only - set(ALL)
+    if unknown:
+        parser.error(f"unknown benchmark(s) {', '.join(sorted(unknown))}; choose from {', '.join(ALL)}")
+    sizes = [int(s) for s in args.sizes.split(",")]
+    bins = setup_path()
+    log(f"binaries from {bins}; {args.runs} run(s) of {', '.join(sorted(only))}")
+
+    rows: list[tuple[str, str, str, str, str, str, str]] = []
+    notes: list[str] = []
+    record: dict[str, Any] = {"runs": args.runs}
+    with tempfile.TemporaryDirectory(prefix="kfctl-bench-") as tmp:
+        root = Path(tmp)
+        if only & {"B1", "B2", "B3"}:
+            p = bench_platform.measure(root, runs=args.runs, with_b2="B2" in only)
+            record["platform"] = {k: getattr(v, "values", v) for k, v in p.__dict__.items()}
+            what = f"full catalog, {p.objects} objects"
+            if "B1" in only:
+                ok = statistics.median(p.kfctl.values) / statistics.median(p.upstream.values) <= 0.5
+                rows.append(
+                    (
+                        "B1 all-healthy, fresh cluster",
+                        f"kfctl apply: {p.kfctl.describe()} s",
+                        f"upstream loop + wait: {p.upstream.describe()} s",
+                        ratio(p.kfctl, p.upstream),
+                        "≤ 0.5×",
+                        verdict(ok),
+                        what,
+                    )
+                )
+                notes.append(
+                    f"B1 upstream passes per run: {p.upstream_passes}; first pass: {'; '.join(p.upstream_first_errors)}"
+                )
+            if "B2" in only:
+                ok = statistics.median(p.kfctl.values) / statistics.median(p.presorted.values) <= 1.0
+                rows.append(
+                    (
+                        "B2 raw apply",
+                        f"kfctl apply: {p.kfctl.describe()} s",
+                        f"kubectl, CRDs first: {p.presorted.describe()} s",
+                        ratio(p.kfctl, p.presorted),
+                        "≤ 1.0×",
+                        verdict(ok),
+                        what,
+                    )
+                )
+                notes.append(
+                    f"B2 kfctl's last object applied at {p.kfctl_applied.describe()} s after start "
+                    f"(ratio to peer {ratio(p.kfctl_applied, p.presorted)}); the rest is waiting for health"
+                )
+            if "B3" in only:
+                ok = statistics.median(p.reapply_ratio.values) <= 0.3 and all(w == 0 for w in p.reapply_writes)
+                rows.append(
+                    (
+                        "B3 no-op re-apply",
+                        f"re-apply: {p.reapply.describe()} s, writes {p.reapply_writes}",
+                        f"first apply: {p.kfctl.describe()} s, writes {p.first_writes}",
+                        ratio(p.reapply, p.kfctl),
+                        "≤ 0.3×, 0 writes",
+                        verdict(ok),
+                        what,
+                    )
+                )
+        if "B4" in only:
+            s = bench_scale.measure(root, runs=args.runs, sizes=sizes)
+            record["scale"] = {
+                str(n): {
+                    "generate": s.generate[n].values,
+                    "apply": s.apply[n].values,
+                    "per_object_ms": s.per_object_ms[n].values,
+                    "rss_mb": s.rss_mb[n].values,
+                    "requests": s.requests.get(n),
+                }
+                for n in sizes
+            }
+            small, big = min(sizes), max(sizes)
+            linear = s.per_object_ms[big].median / s.per_object_ms[small].median
+            for n in sizes:
+                rows.append(
+                    (
+                        f"B4 scale {n:,} objects",
+                        f"apply {s.apply[n].describe('{:.1f}')} s = {s.per_object_ms[n].describe('{:.1f}')} ms/obj",
+                        f"peak RSS {s.rss_mb[n].describe('{:.0f}')} MB",
+                        f"{s.per_object_ms[n].median / s.per_object_ms[small].median:.2f}× ms/obj of {small:,}",
+                        "linear; ≤ 300 MB" if n == big else "",
+                        verdict(linear <= 1.25 and s.rss_mb[big].median <= 300) if n == big else "",
+                        f"generate {s.generate[n].describe()} s",
+                    )
+                )
+        if "B5" in only:
+            g = bench_generate.measure(root, runs=args.runs)
+            record["generate"] = g.__dict__
+            rows.append(
+                (
+                    "B5 generate",
+                    f"kfctl generate: {Samples(g.ours).describe()} s",
+                    f"kustomize build × {g.applications}: {Samples(g.peer).describe()} s",
+                    ratio(g.ours, g.peer),
+                    "< 1.0×",
+                    verdict(statistics.median(g.ours) < statistics.median(g.peer)),
+                    g.kustomize,
+                )
+            )
+
+    headers = ("benchmark", "kfctl (median [min–max])", "peer / measure", "ratio", "goal", "", "notes")
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)] if rows else []
+    print(f"kfctl benchmarks, {args.runs} run(s) each, 2-core machine, local kwok control plane")
+    print("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)))
+    print("  ".join("-" * w for w in widths))
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+    for n in notes:
+        print(n)
+    if args.json:
+        args.json.write_text(json.dumps(record, indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
