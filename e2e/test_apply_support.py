@@ -145,7 +145,12 @@ class CertManagerWebhookCA:
             secret = {
                 "apiVersion": "v1",
                 "kind": "Secret",
-                "metadata": {"name": "cert-manager-webhook-ca", "namespace": "cert-manager"},
+                # As cert-manager's webhook makes it: cainjector injects only from Secrets that allow it.
+                "metadata": {
+                    "name": "cert-manager-webhook-ca",
+                    "namespace": "cert-manager",
+                    "annotations": {"cert-manager.io/allow-direct-injection": "true"},
+                },
                 "type": "kubernetes.io/tls",
                 "data": {
                     "ca.crt": base64.b64encode(ca.cert_pem).decode(),

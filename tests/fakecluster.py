@@ -191,6 +191,20 @@ class FakeCluster:
                 hook(stored)
             return copy.deepcopy(stored)
 
+    def namespaced_resources(self) -> tuple[Resource, ...]:
+        self.stats.count("GET")
+        out = [
+            Resource(group, VERSIONS.get(group, "v1"), kind, plural, True)
+            for (group, kind), (plural, namespaced) in sorted(BUILTIN.items())
+            if namespaced
+        ]
+        with self._lock:
+            for k, crd in sorted(self.objects.items()):
+                spec = crd.get("spec") or {}
+                if k.kind == "CustomResourceDefinition" and spec.get("scope") == "Namespaced":
+                    out.append(Resource(spec["group"], "v1", spec["names"]["kind"], spec["names"]["plural"], True))
+        return tuple(out)
+
     def delete(self, api_version: str, kind: str, *, namespace: str, name: str, uid: str | None = None) -> bool:
         self.stats.count("DELETE")
         res = self.resource(api_version, kind)

@@ -11,10 +11,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from kfctl.app.bundle import Bundle, load_bundle
-from kfctl.app.cluster import ClusterRecord, identify
+from kfctl.app.cluster import ClusterRecord, identify, talking_to
 from kfctl.app.generate import generate
 from kfctl.catalog.model import Catalog
 from kfctl.config.model import KfDef
@@ -22,9 +22,12 @@ from kfctl.engine import inventory, labels
 from kfctl.engine.apply import ApplyOptions, ApplyResult, Engine
 from kfctl.engine.events import Event, Reporter
 from kfctl.engine.remove import RemoveOptions, RemoveResult, remove
+from kfctl.engine.retry import backoff, classify
 from kfctl.errors import ApiDeniedError, HealthError, KfctlError, PlanError
-from kfctl.k8s.api import Cluster
+from kfctl.k8s.api import ApiError, Cluster, Unreachable
 from kfctl.objects import ObjectKey
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -78,15 +81,21 @@ def apply_kfdef(
     plan = bundle.plan()
     cluster = open_cluster()
     cluster_id = identify(cluster)
-    _preflight_namespaces(cluster, bundle)
+    with talking_to(cluster, "checking the target namespaces"):
+        _preflight_namespaces(cluster, bundle)
     summary = ApplySummary(objects=len(plan.objects()))
+    where = f"{kfdef.namespace}/{bundle.inventory_name}"
+    persist = _Persist(cluster, reporter, deadline=time.monotonic() + options.wait_timeout)
 
-    old = inventory.read(cluster, name=bundle.inventory_name, namespace=kfdef.namespace)
-    _ensure_inventory_namespace(cluster, bundle)
-    current = old or inventory.Inventory(bundle.inventory_name, kfdef.namespace, cluster_id)
-    current.cluster_id = current.cluster_id or cluster_id
-    merged = current.merged(bundle.members())
-    summary.inventory_writes += inventory.write(cluster, merged, previous=old)
+    with talking_to(cluster, f"recording the inventory {where} before applying"):
+        old = persist(lambda: inventory.read(cluster, name=bundle.inventory_name, namespace=kfdef.namespace))
+        persist(lambda: _ensure_inventory_namespace(cluster, bundle))
+        current = old or inventory.Inventory(bundle.inventory_name, kfdef.namespace, cluster_id)
+        current.cluster_id = current.cluster_id or cluster_id
+        merged = current.merged(bundle.members())
+        if persist(lambda: inventory.write(cluster, merged, previous=old)):
+            summary.inventory_writes += 1
+            note(reporter, f"{where}: {len(merged.members)} objects recorded (old and new) before applying")
     ClusterRecord(cluster_id, cluster.info.server, cluster.info.context).save(kfdef.app_dir)
 
     result = Engine(cluster, reporter, options=options, prepare=bundle.prepare).run(plan)
@@ -102,7 +111,19 @@ def apply_kfdef(
     removed: RemoveResult | None = None
     if result.ok and prune is not None:
         gone = [m for k, m in merged.members.items() if k not in wanted]
-        removed = remove(cluster, gone, applyset_id=bundle.applyset_id, reporter=reporter, options=prune, verb="Pruned")
+        # A namespace dropped from the bundle while objects still wanted live in it must stay: deleting it
+        # would delete them.
+        still_used = {k.namespace for k in wanted if k.namespace}
+        held = [m for m in gone if (m.key.group, m.key.kind) == ("", "Namespace") and m.key.name in still_used]
+        gone = [m for m in gone if m not in held]
+        with talking_to(cluster, "pruning"):
+            removed = remove(
+                cluster, gone, applyset_id=bundle.applyset_id, reporter=reporter, options=prune, verb="Pruned"
+            )
+        for m in held:
+            why = "still holds objects this KfDef applies; kept"
+            removed.kept.append((m.key, why))
+            reporter(Event("Kept", str(m.key), why, app=m.application))
         summary.pruned = len(removed.removed)
         summary.kept = [f"{k}: {why}" for k, why in removed.kept]
         # Keep tracking what is still there (kept, stuck or failed) so a later run can remove it.
@@ -112,11 +133,40 @@ def apply_kfdef(
     else:
         for key, m in merged.members.items():
             final.members.setdefault(key, m)
-    summary.inventory_writes += inventory.write(cluster, final, previous=_after(merged, old))
+    persist.deadline = time.monotonic() + options.wait_timeout
+    previous = _after(merged, old)
+    with talking_to(cluster, f"recording the inventory {where} after applying"):
+        if persist(lambda: inventory.write(cluster, final, previous=previous)):
+            summary.inventory_writes += 1
+            note(reporter, f"{where}: {len(final.members)} objects recorded")
     summary.error = _error(result, removed)
     summary.seconds = time.monotonic() - start
     summary.requests = cluster.stats.as_dict()
     return summary
+
+
+class _Persist:
+    """Runs an inventory read or write, retrying transient failures (a restarting API server) until the
+    deadline: the inventory is what makes a later run safe, so it is worth waiting for."""
+
+    def __init__(self, cluster: Cluster, reporter: Reporter, *, deadline: float) -> None:
+        self.cluster = cluster
+        self.reporter = reporter
+        self.deadline = deadline
+
+    def __call__(self, fn: Callable[[], T]) -> T:
+        attempt = 0
+        while True:
+            try:
+                return fn()
+            except (ApiError, Unreachable) as e:
+                c = classify(e)
+                attempt += 1
+                if c.verdict != "transient" or time.monotonic() > self.deadline:
+                    raise
+                delay = backoff(attempt, retry_after=c.retry_after)
+                self.reporter(Event("Retrying", "inventory", f"{c.message} (retrying in {delay:.1f}s)"))
+                time.sleep(delay)
 
 
 def _after(merged: inventory.Inventory, old: inventory.Inventory | None) -> inventory.Inventory | None:
@@ -187,6 +237,12 @@ def _error(result: ApplyResult, removed: RemoveResult | None) -> KfctlError | No
         )
     if removed is not None and not removed.ok:
         details = [f"{k}: {why}" for k, why in removed.stuck + removed.failed]
+        if removed.denied:
+            return ApiDeniedError(
+                "the API server refused part of the prune",
+                details=details,
+                hint="the objects named stay recorded in the inventory; fix the permission, then re-run",
+            )
         return HealthError("prune did not finish", details=details, hint="remove the finalizers' owners, then re-run")
     return None
 

@@ -7,6 +7,8 @@ that names the kubeconfig, the context and the server, so the user knows which c
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,15 +31,58 @@ def identify(cluster: Cluster) -> str:
     except Unreachable as e:
         raise unreachable(cluster, e) from e
     except ApiError as e:
-        if e.status in (401, 403):
+        if e.status == 401:
             raise ApiDeniedError(
                 f"the API server at {cluster.info.server} refused our credentials: {e.message}",
                 hint=f"check the user of context {cluster.info.context!r} in {cluster.info.kubeconfig}",
+            ) from e
+        if e.status == 403:
+            raise ApiDeniedError(
+                f"forbidden: reading namespace kube-system (kfctl's record of which cluster this is): {e.message}",
+                hint=f"grant the user of context {cluster.info.context!r} get on namespaces (e.g. a ClusterRole "
+                "with get on namespaces), or use a kubeconfig with more rights",
             ) from e
         raise ClusterError(f"{cluster.info.describe()}: {e}") from e
     if not uid:
         raise ClusterError(f"{cluster.info.describe()}: namespace kube-system not found; is this a Kubernetes cluster?")
     return uid
+
+
+@contextmanager
+def talking_to(cluster: Cluster, doing: str) -> Iterator[None]:
+    """Turn a failure of the API conversation while ``doing`` something into kfctl's errors: a lost
+    connection is a cluster error (exit 6), a refusal names what was refused (exit 7), never a traceback."""
+    try:
+        yield
+    except Unreachable as e:
+        raise ClusterError(
+            f"lost the connection to the cluster while {doing}: {cluster.info.describe()}",
+            details=[str(e)],
+            hint="when the API server is back, re-run the command: kfctl resumes where it stopped",
+        ) from e
+    except ApiError as e:
+        raise api_failure(cluster, e, doing) from e
+
+
+def api_failure(cluster: Cluster, err: ApiError, doing: str) -> ClusterError:
+    if err.status == 403:
+        # The server's message names the user, the verb, the resource and the namespace.
+        return ApiDeniedError(
+            f"forbidden while {doing}: {err.message}",
+            hint=f"grant the user of context {cluster.info.context!r} that permission, or use a kubeconfig "
+            "with more rights",
+        )
+    if err.status == 401:
+        return ApiDeniedError(
+            f"the API server at {cluster.info.server} refused our credentials while {doing}: {err.message}",
+            hint=f"check the user of context {cluster.info.context!r} in {cluster.info.kubeconfig}",
+        )
+    if err.status in (400, 405, 415, 422):
+        return ApiDeniedError(f"the API server rejected a request while {doing}: {err}")
+    return ClusterError(
+        f"the API server failed while {doing}: {err}",
+        hint="when the API server is healthy again, re-run the command: kfctl resumes where it stopped",
+    )
 
 
 def unreachable(cluster: Cluster, err: Exception) -> ClusterError:

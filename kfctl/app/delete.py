@@ -2,7 +2,8 @@
 
 Refuses to run against a cluster other than the one the app directory was applied to (the kube-system UID
 recorded at apply time, in APPDIR/.cache/cluster.json and in the inventory) unless forced. PVCs and PVs
-stay unless storage deletion is asked for, and so do the namespaces holding them.
+stay unless storage deletion is asked for, and so do the namespaces holding them; a namespace holding objects
+kfctl did not apply (a user's, another kfctl app's) stays unless forced, naming them.
 """
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kfctl.app.cluster import ClusterRecord, identify
+from kfctl.app.cluster import ClusterRecord, identify, talking_to
 from kfctl.config.model import KfDef
 from kfctl.engine import inventory
 from kfctl.engine.events import Reporter
 from kfctl.engine.remove import RemoveOptions, remove
-from kfctl.errors import ClusterError, HealthError, KfctlError
+from kfctl.errors import ApiDeniedError, ClusterError, HealthError, KfctlError
 from kfctl.k8s.api import Cluster
 
 
@@ -53,10 +54,37 @@ def delete_kfdef(
     delete_storage: bool,
     force: bool,
     wait_timeout: float,
+    force_namespaces: bool = False,
 ) -> DeleteSummary:
     start = time.monotonic()
     cluster = open_cluster()
     cluster_id = identify(cluster)
+    with talking_to(cluster, "deleting"):
+        return _delete(
+            kfdef,
+            cluster,
+            cluster_id,
+            start=start,
+            reporter=reporter,
+            delete_storage=delete_storage,
+            force=force,
+            wait_timeout=wait_timeout,
+            force_namespaces=force_namespaces,
+        )
+
+
+def _delete(
+    kfdef: KfDef,
+    cluster: Cluster,
+    cluster_id: str,
+    *,
+    start: float,
+    reporter: Reporter,
+    delete_storage: bool,
+    force: bool,
+    wait_timeout: float,
+    force_namespaces: bool,
+) -> DeleteSummary:
     summary = DeleteSummary()
     inv = inventory.read(cluster, name=inventory.parent_name(kfdef.name), namespace=kfdef.namespace)
     record = ClusterRecord.load(kfdef.app_dir)
@@ -75,7 +103,12 @@ def delete_kfdef(
         return summary
     summary.found = True
     options = RemoveOptions(
-        namespaces=True, crds=True, storage=delete_storage, wait_timeout=wait_timeout, storage_flag="--delete-storage"
+        namespaces=True,
+        crds=True,
+        storage=delete_storage,
+        wait_timeout=wait_timeout,
+        storage_flag="--delete-storage",
+        force_namespaces=force_namespaces,
     )
     result = remove(
         cluster, inv.members.values(), applyset_id=inv.id, reporter=reporter, options=options, verb="Deleted"
@@ -96,7 +129,13 @@ def delete_kfdef(
         # Its namespace usually went with the rest; otherwise remove the record itself.
         if cluster.get("v1", "Namespace", namespace="", name=inv.namespace) is not None:
             inventory.delete(cluster, inv)
-    if result.stuck or result.failed:
+    if result.denied:
+        summary.error = ApiDeniedError(
+            f"the API server refused to delete {len(result.failed)} object(s)",
+            details=summary.stuck,
+            hint="they stay recorded in the inventory; fix the permission, then re-run kfctl delete",
+        )
+    elif result.stuck or result.failed:
         summary.error = HealthError(
             f"{len(summary.stuck)} object(s) were not deleted",
             details=summary.stuck,

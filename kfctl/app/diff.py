@@ -18,7 +18,7 @@ from typing import Any
 import jsonpatch
 
 from kfctl.app.bundle import load_bundle
-from kfctl.app.cluster import identify
+from kfctl.app.cluster import identify, talking_to
 from kfctl.app.generate import generate
 from kfctl.catalog.model import Catalog
 from kfctl.config.model import KfDef
@@ -79,7 +79,7 @@ def diff_kfdef(
         patch = jsonpatch.make_patch(_clean(live), _clean(after)).patch
         return ObjectDiff(step.id, "update", patch) if patch else None
 
-    with ThreadPoolExecutor(max_workers=8) as pool:
+    with talking_to(cluster, "comparing with the live objects"), ThreadPoolExecutor(max_workers=8) as pool:
         results = list(pool.map(one, sorted(plan.objects(), key=lambda s: s.id)))
     report = DiffReport()
     for r in results:
@@ -87,7 +87,8 @@ def diff_kfdef(
             report.unchanged += 1
         else:
             report.diffs.append(r)
-    inv = inventory.read(cluster, name=bundle.inventory_name, namespace=kfdef.namespace)
+    with talking_to(cluster, "reading the inventory"):
+        inv = inventory.read(cluster, name=bundle.inventory_name, namespace=kfdef.namespace)
     wanted = {k for k, _ in bundle.members()}
     for key in sorted(set(inv.members) - wanted if inv else set()):
         report.diffs.append(ObjectDiff(str(key), "prune"))

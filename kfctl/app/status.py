@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from kfctl.app.cluster import identify
+from kfctl.app.cluster import identify, talking_to
 from kfctl.config.model import KfDef
 from kfctl.engine import inventory
 from kfctl.engine.probe import get_key, object_health
@@ -67,7 +67,8 @@ class StatusReport:
 def status_of(kfdef: KfDef, *, open_cluster: Callable[[], Cluster]) -> StatusReport:
     cluster = open_cluster()
     identify(cluster)
-    inv = inventory.read(cluster, name=inventory.parent_name(kfdef.name), namespace=kfdef.namespace)
+    with talking_to(cluster, "reading the inventory"):
+        inv = inventory.read(cluster, name=inventory.parent_name(kfdef.name), namespace=kfdef.namespace)
     if inv is None:
         return StatusReport(applied=False)
 
@@ -82,6 +83,6 @@ def status_of(kfdef: KfDef, *, open_cluster: Callable[[], Cluster]) -> StatusRep
             return ObjectStatus(m.key, m.application, failed("missing"))
         return ObjectStatus(m.key, m.application, object_health(cluster, live))
 
-    with ThreadPoolExecutor(max_workers=8) as pool:
+    with talking_to(cluster, "reading the objects' health"), ThreadPoolExecutor(max_workers=8) as pool:
         objects = list(pool.map(probe, sorted(inv.members.values(), key=lambda m: (m.application, m.key))))
     return StatusReport(applied=True, objects=objects)

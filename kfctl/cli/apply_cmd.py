@@ -42,6 +42,11 @@ from kfctl.errors import EXIT_NO_CHANGES
 @click.option("--prune-crds", is_flag=True, help="Also prune CRDs (deletes every object of their kinds).")
 @click.option("--prune-storage", is_flag=True, help="Also prune PersistentVolumeClaims and PersistentVolumes.")
 @click.option("--prune-all", is_flag=True, help="Same as --prune-namespaces --prune-crds --prune-storage.")
+@click.option(
+    "--force-namespaces",
+    is_flag=True,
+    help="Prune namespaces even when they hold objects kfctl did not apply (those are deleted with them).",
+)
 @click.option("--skip-generate", is_flag=True, help="Apply APPDIR/rendered as it is, without rendering first.")
 @global_options
 def apply(
@@ -56,6 +61,7 @@ def apply(
     prune_crds: bool,
     prune_storage: bool,
     prune_all: bool,
+    force_namespaces: bool,
     skip_generate: bool,
 ) -> None:
     """Render, then apply every object in dependency order, wait until healthy, prune what was removed.
@@ -85,6 +91,7 @@ def apply(
             crds=prune_crds or prune_all,
             storage=prune_storage or prune_all,
             wait_timeout=wait_timeout,
+            force_namespaces=force_namespaces,
         )
     )
     with EventRenderer(opts) as renderer:

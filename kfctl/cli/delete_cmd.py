@@ -21,6 +21,11 @@ from kfctl.errors import EXIT_NO_CHANGES
 @click.option("--delete-storage", is_flag=True, help="Also delete PersistentVolumeClaims/PVs (data is lost).")
 @click.option("--force", is_flag=True, help="Delete even from a cluster other than the one applied to.")
 @click.option(
+    "--force-namespaces",
+    is_flag=True,
+    help="Delete namespaces even when they hold objects kfctl did not apply (those are deleted with them).",
+)
+@click.option(
     "--wait-timeout",
     type=Duration(),
     default="5m",
@@ -29,14 +34,20 @@ from kfctl.errors import EXIT_NO_CHANGES
 )
 @global_options
 def delete(
-    app_dir: Path | None, kfdef_file: Path | None, delete_storage: bool, force: bool, wait_timeout: float
+    app_dir: Path | None,
+    kfdef_file: Path | None,
+    delete_storage: bool,
+    force: bool,
+    force_namespaces: bool,
+    wait_timeout: float,
 ) -> None:
     """Uninstall everything kfctl applied for this KfDef, in reverse dependency order.
 
     Webhooks and API services go first, custom resources while their controllers still run,
     then CRDs, workloads, RBAC, namespaces last; each phase waits until its objects are gone and
     names objects stuck on finalizers. PVCs (and the namespaces holding them) stay unless
-    --delete-storage. Only objects still carrying kfctl's label and UID are touched.
+    --delete-storage, and so do namespaces holding objects kfctl did not apply (named in the
+    output) unless --force-namespaces. Only objects still carrying kfctl's label and UID are touched.
 
     \b
     Examples:
@@ -53,6 +64,7 @@ def delete(
             delete_storage=delete_storage,
             force=force,
             wait_timeout=wait_timeout,
+            force_namespaces=force_namespaces,
         )
     if not s.found:
         text = f"Nothing to delete: no kfctl inventory for {kfdef.name} in namespace {kfdef.namespace}"

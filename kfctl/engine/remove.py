@@ -2,9 +2,11 @@
 
 Safety rules: only objects that still carry our ApplySet label and, when we recorded it, the same UID are
 deleted (never another app's objects or a user's look-alike); Namespaces, CRDs and storage (PVCs, PVs)
-need an explicit allowance; a namespace holding PVCs is kept while storage is kept, because deleting the
-namespace would delete the claims. Each phase waits until its objects are gone, and objects that stay
-behind a finalizer are reported by name with their finalizers.
+need an explicit allowance; a namespace holding PVCs is kept while storage is kept, and a namespace holding
+anything kfctl did not apply (a user's objects, another kfctl app's) is kept unless forced, because deleting
+a namespace deletes everything in it. Each phase waits until its objects are gone, and objects that stay
+behind a finalizer are reported by name with their finalizers. Transient API failures (a restarting API
+server) are retried until the phase's wait timeout; a lost connection is never mistaken for "gone".
 """
 
 from __future__ import annotations
@@ -12,15 +14,20 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Literal
+from functools import partial
+from typing import Literal, TypeVar
 
 from kfctl.engine import labels
 from kfctl.engine.events import Event, EventType, Reporter
+from kfctl.engine.foreign import namespace_contents
 from kfctl.engine.inventory import Member
+from kfctl.engine.retry import backoff, classify
 from kfctl.health.registry import BUILTIN_GROUPS
-from kfctl.k8s.api import ApiError, Cluster, NoKindMatch
+from kfctl.k8s.api import ApiError, Cluster, NoKindMatch, Resource, Unreachable
 from kfctl.objects import Obj, ObjectKey
 from kfctl.plan import rules
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -31,6 +38,8 @@ class RemoveOptions:
     wait_timeout: float = 300.0
     poll_interval: float = 0.5
     storage_flag: str = "--prune-storage"  # named in the "kept" message
+    force_namespaces: bool = False  # delete namespaces even with objects kfctl did not apply in them
+    force_flag: str = "--force-namespaces"
 
 
 @dataclass
@@ -40,6 +49,7 @@ class RemoveResult:
     skipped: list[tuple[ObjectKey, str]] = field(default_factory=list)  # gone already or no longer ours
     stuck: list[tuple[ObjectKey, str]] = field(default_factory=list)
     failed: list[tuple[ObjectKey, str]] = field(default_factory=list)
+    denied: bool = False  # a failure was the API server's refusal (RBAC, a webhook), not a transient one
 
     @property
     def ok(self) -> bool:
@@ -61,24 +71,42 @@ def remove(
     phases: dict[int, list[Member]] = {}
     for m in members:
         phases.setdefault(rules.delete_phase(m.key.group, m.key.kind, builtin_groups=BUILTIN_GROUPS), []).append(m)
+    ctx = _Context(cluster, applyset_id, reporter, options, result, clock, sleep)
     for phase in sorted(phases):
         pending: dict[ObjectKey, Member] = {}
+        ctx.deadline = clock() + options.wait_timeout
         for m in sorted(phases[phase], key=lambda m: m.key):
-            if _delete_one(cluster, m, applyset_id=applyset_id, reporter=reporter, options=options, result=result):
+            if _delete_one(ctx, m):
                 pending[m.key] = m
-        deadline = clock() + options.wait_timeout
+        lost: dict[ObjectKey, str] = {}  # the last transient error while checking, when there was one
         while pending:
             for key in list(pending):
-                live = _get(cluster, key)
+                try:
+                    live = _get(cluster, key)
+                except (ApiError, Unreachable) as e:
+                    if classify(e).verdict != "transient":
+                        pending.pop(key)
+                        _failed(ctx, key, f"cannot check that it is gone: {e}", denied=True)
+                        continue
+                    lost[key] = classify(e).message
+                    continue
+                lost.pop(key, None)
                 if live is None:
                     member = pending.pop(key)
                     result.removed.append(key)
                     _emit(reporter, verb, key, member)
-            if not pending or clock() > deadline:
+            if not pending or clock() > ctx.deadline:
                 break
             sleep(options.poll_interval)
         for key in sorted(pending):
-            live = _get(cluster, key)
+            if key in lost:
+                _failed(ctx, key, f"deleted, but not seen gone before the timeout: {lost[key]}")
+                continue
+            try:
+                live = ctx.call(partial(_get, cluster, key))
+            except (ApiError, Unreachable) as e:
+                _failed(ctx, key, f"cannot confirm it is gone: {e}", denied=classify(e).verdict != "transient")
+                continue
             if live is None:
                 result.removed.append(key)
                 _emit(reporter, verb, key, None)
@@ -92,18 +120,52 @@ def remove(
     return result
 
 
-def _delete_one(
-    cluster: Cluster,
-    m: Member,
-    *,
-    applyset_id: str,
-    reporter: Reporter,
-    options: RemoveOptions,
-    result: RemoveResult,
-) -> bool:
+@dataclass
+class _Context:
+    cluster: Cluster
+    applyset_id: str
+    reporter: Reporter
+    options: RemoveOptions
+    result: RemoveResult
+    clock: Callable[[], float]
+    sleep: Callable[[float], None]
+    deadline: float = 0.0
+    resources: tuple[Resource, ...] | None = None  # namespaced kinds, discovered when a namespace is to go
+
+    def call(self, fn: Callable[[], T]) -> T:
+        """``fn()``, retried with backoff while it fails transiently and the phase's deadline allows."""
+        attempt = 0
+        while True:
+            try:
+                return fn()
+            except (ApiError, Unreachable) as e:
+                attempt += 1
+                precondition = isinstance(e, ApiError) and "Precondition failed" in e.message
+                if precondition or classify(e).verdict != "transient" or self.clock() > self.deadline:
+                    raise
+                self.sleep(backoff(attempt, retry_after=getattr(e, "retry_after", None), cap=5.0))
+
+
+def _failed(ctx: _Context, key: ObjectKey, why: str, *, denied: bool = False, app: str = "") -> None:
+    ctx.result.failed.append((key, why))
+    ctx.result.denied = ctx.result.denied or denied
+    ctx.reporter(Event("Failed", str(key), why, app=app))
+
+
+def _delete_one(ctx: _Context, m: Member) -> bool:
     """Issue the delete if every safety rule allows it; True when a delete was sent and must be awaited."""
+    try:
+        return _try_delete(ctx, m)
+    except (ApiError, Unreachable, NoKindMatch) as e:
+        verdict = classify(e).verdict
+        _failed(ctx, m.key, f"delete failed: {e}", denied=verdict != "transient", app=m.application)
+        return False
+
+
+def _try_delete(ctx: _Context, m: Member) -> bool:
+    cluster, applyset_id, reporter, result = ctx.cluster, ctx.applyset_id, ctx.reporter, ctx.result
     key = m.key
-    live = _get(cluster, key)
+    live = ctx.call(lambda: _get(cluster, key))
     if live is None:
         result.skipped.append((key, "already gone"))
         return False
@@ -116,34 +178,45 @@ def _delete_one(
         result.skipped.append((key, "was recreated by someone else (UID differs); left alone"))
         reporter(Event("Skipped", str(key), "UID differs from the one kfctl applied; left alone", app=m.application))
         return False
-    keep = _protected(cluster, key, options)
+    keep = _protected(ctx, key)
     if keep:
         result.kept.append((key, keep))
         reporter(Event("Kept", str(key), keep, app=m.application))
         return False
     if (live.get("metadata") or {}).get("deletionTimestamp"):
         return True
+    res = cluster.resource_for_key(key)
     try:
-        res = cluster.resource_for_key(key)
-        cluster.delete(res.api_version, key.kind, namespace=key.namespace, name=key.name, uid=uid)
-    except (ApiError, NoKindMatch) as e:
-        result.failed.append((key, str(e)))
-        reporter(Event("Failed", str(key), f"delete failed: {e}", app=m.application))
-        return False
+        ctx.call(lambda: cluster.delete(res.api_version, key.kind, namespace=key.namespace, name=key.name, uid=uid))
+    except ApiError as e:
+        if e.status == 409 and "UID" in e.message:  # replaced by someone else since we looked
+            result.skipped.append((key, "was recreated by someone else (UID differs); left alone"))
+            return False
+        raise
     reporter(Event("Deleting", str(key), "", app=m.application))
     return True
 
 
-def _protected(cluster: Cluster, key: ObjectKey, options: RemoveOptions) -> str:
+def _protected(ctx: _Context, key: ObjectKey) -> str:
     """Why this object must be kept ("" when it may go)."""
+    cluster, options = ctx.cluster, ctx.options
     gk = (key.group, key.kind)
     if gk == ("", "Namespace"):
         if not options.namespaces:
             return "namespaces are kept without --prune-namespaces"
         if not options.storage:
-            claims = cluster.list("v1", "PersistentVolumeClaim", namespace=key.name)
+            claims = ctx.call(lambda: cluster.list("v1", "PersistentVolumeClaim", namespace=key.name))
             if claims:
                 return f"holds {len(claims)} PersistentVolumeClaim(s), kept without {options.storage_flag}"
+        if not options.force_namespaces:
+            if ctx.resources is None:
+                ctx.resources = ctx.call(cluster.namespaced_resources)
+            resources = ctx.resources
+            contents = ctx.call(
+                lambda: namespace_contents(cluster, key.name, applyset_id=ctx.applyset_id, resources=resources)
+            )
+            if contents.keeps:
+                return f"{contents.describe()}; kept without {options.force_flag}"
     if gk == ("apiextensions.k8s.io", "CustomResourceDefinition") and not options.crds:
         return "CRDs are kept (deleting one deletes every object of its kind); use --prune-crds"
     if gk in rules.STORAGE_KINDS and not options.storage:

@@ -143,3 +143,8 @@ class Cluster(Protocol):
     def delete(self, api_version: str, kind: str, *, namespace: str, name: str, uid: str | None = None) -> bool:
         """Delete (background propagation, UID precondition when given); False when already gone."""
         ...
+
+    def namespaced_resources(self) -> tuple[Resource, ...]:
+        """Every namespaced kind the server lets clients list, at its group's preferred version (fresh
+        discovery: kinds of CRDs deleted meanwhile are gone). Groups whose discovery fails are left out."""
+        ...

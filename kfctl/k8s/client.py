@@ -232,6 +232,21 @@ class KubeClient:
             return False
         return True
 
+    def namespaced_resources(self) -> tuple[Resource, ...]:
+        docs: list[tuple[str, str, Any]] = [("", "v1", self._request("GET", "/api/v1"))]
+        for g in self._request("GET", "/apis").get("groups", []):
+            version = g["preferredVersion"]["version"]
+            try:
+                docs.append((g["name"], version, self._request("GET", f"/apis/{g['name']}/{version}")))
+            except ApiError:
+                continue  # an aggregated API whose backend is down: nothing of it can be listed either
+        return tuple(
+            Resource(group, version, r["kind"], r["name"], True)
+            for group, version, doc in docs
+            for r in doc.get("resources", [])
+            if "/" not in r["name"] and r.get("namespaced") and "list" in (r.get("verbs") or [])
+        )
+
 
 def _api_error(status: int, text: str, retry_after: str | None) -> ApiError:
     try:

@@ -1,0 +1,125 @@
+"""What a namespace holds that kfctl did not apply: the objects that keep it from being deleted.
+
+Deleting a Namespace deletes everything in it, so prune and delete first look inside: an object that does
+not carry our ApplySet label is the user's (or another kfctl app's) and keeps the namespace, unless it is
+one Kubernetes or a controller made by itself. This module only reads; it never deletes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from kfctl.engine import labels
+from kfctl.k8s.api import ApiError, Cluster, NoKindMatch, Resource
+from kfctl.objects import ObjectKey
+
+# Made in every namespace by the control plane: never user data.
+AUTOMATIC_NAMES: dict[tuple[str, str], frozenset[str]] = {
+    ("", "ServiceAccount"): frozenset({"default"}),  # the service-account controller
+    ("", "ConfigMap"): frozenset({"kube-root-ca.crt"}),  # the root-CA publisher
+}
+# Kinds that only describe or coordinate other objects: Events, a Service's endpoints (the Service itself is
+# what counts), leader-election Leases of the controllers we installed.
+AUTOMATIC_KINDS: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("", "Event"),
+        ("events.k8s.io", "Event"),
+        ("", "Endpoints"),
+        ("discovery.k8s.io", "EndpointSlice"),
+        ("coordination.k8s.io", "Lease"),
+    }
+)
+# Annotations that say a controller made the object for itself or another one: cert-manager's Secret for a
+# Certificate (the Certificate counts), the CA Secret cert-manager's webhook makes for its own serving
+# certificate (annotated so that cainjector may inject from it), a leader-election record in a ConfigMap.
+DERIVED_ANNOTATIONS = (
+    "cert-manager.io/certificate-name",
+    "cert-manager.io/allow-direct-injection",
+    "control-plane.alpha.kubernetes.io/leader",
+)
+SHOWN = 10  # objects named in a message; the rest are counted
+
+
+@dataclass(frozen=True)
+class Foreign:
+    key: ObjectKey
+    owner: str  # "" for a user's object, else the kfctl app that applied it
+
+    def __str__(self) -> str:
+        return f"{self.key} (kfctl app {self.owner})" if self.owner else str(self.key)
+
+
+@dataclass(frozen=True)
+class Contents:
+    foreign: tuple[Foreign, ...]
+    unreadable: tuple[str, ...]  # "secrets: 403 Forbidden: …" — kinds we could not check
+
+    @property
+    def keeps(self) -> bool:
+        return bool(self.foreign or self.unreadable)
+
+    def describe(self) -> str:
+        parts = []
+        if self.foreign:
+            names = ", ".join(str(f) for f in self.foreign[:SHOWN])
+            more = f" and {len(self.foreign) - SHOWN} more" if len(self.foreign) > SHOWN else ""
+            parts.append(f"holds {len(self.foreign)} object(s) kfctl did not apply: {names}{more}")
+        if self.unreadable:
+            parts.append(f"cannot check what it holds ({'; '.join(self.unreadable[:3])})")
+        return "; ".join(parts)
+
+
+def automatic(obj: Mapping[str, Any], group: str) -> bool:
+    """True for an object Kubernetes or a controller made by itself (not the user's to lose)."""
+    meta = obj.get("metadata") or {}
+    kind = str(obj.get("kind", ""))
+    if (group, kind) in AUTOMATIC_KINDS:
+        return True
+    if str(meta.get("name", "")) in AUTOMATIC_NAMES.get((group, kind), frozenset()):
+        return True
+    # Owned objects (a Deployment's ReplicaSets and Pods, a StatefulSet's ControllerRevisions, a custom
+    # resource's children) live and die with their owner: garbage collection removes them with it, and an
+    # owner that is not ours is listed itself. One being deleted is going anyway.
+    if meta.get("ownerReferences") or meta.get("deletionTimestamp"):
+        return True
+    annotations = meta.get("annotations") or {}
+    return any(a in annotations for a in DERIVED_ANNOTATIONS)
+
+
+def namespace_contents(
+    cluster: Cluster, namespace: str, *, applyset_id: str, resources: tuple[Resource, ...], workers: int = 8
+) -> Contents:
+    """The objects in ``namespace`` that are neither ours (our ApplySet label) nor automatic."""
+
+    def one(res: Resource) -> tuple[list[Foreign], str]:
+        try:
+            items = cluster.list(res.api_version, res.kind, namespace=namespace)
+        except NoKindMatch:
+            return [], ""
+        except ApiError as e:
+            if e.status in (404, 405):
+                return [], ""  # the kind went away meanwhile (its CRD was deleted), or cannot be listed
+            return [], f"{res.plural}{'.' + res.group if res.group else ''}: {e}"
+        out = []
+        for item in items:
+            if labels.owned_by(item, applyset_id) or automatic(item, res.group):
+                continue
+            meta = item.get("metadata") or {}
+            owner = ""
+            if (meta.get("labels") or {}).get(labels.PART_OF):
+                owner = str((meta.get("labels") or {}).get(labels.APP_LABEL) or "?")
+            out.append(Foreign(ObjectKey(res.group, res.kind, namespace, str(meta.get("name", ""))), owner))
+        return out, ""
+
+    foreign: list[Foreign] = []
+    unreadable: list[str] = []
+    wanted = [r for r in resources if (r.group, r.kind) not in AUTOMATIC_KINDS]
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kfctl-contents") as pool:
+        for found, problem in pool.map(one, wanted):
+            foreign += found
+            if problem:
+                unreadable.append(problem)
+    return Contents(tuple(sorted(foreign, key=lambda f: f.key)), tuple(sorted(unreadable)))

@@ -1,0 +1,198 @@
+"""Deleting or pruning a Namespace never takes a user's (or another kfctl app's) objects with it.
+
+A namespace is deleted only when everything left in it is ours or made by Kubernetes itself (the default
+ServiceAccount, kube-root-ca.crt, Events, endpoints, owned ReplicaSets/Pods …); otherwise it is kept and the
+objects that kept it are named, unless --force-namespaces. Also: removal rides out a restarting API server
+and reports a refusal as one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fakecluster import FakeCluster, obj
+
+from kfctl.engine import labels
+from kfctl.engine.events import EventLog
+from kfctl.engine.foreign import automatic
+from kfctl.engine.inventory import Member
+from kfctl.engine.remove import RemoveOptions, remove
+from kfctl.k8s.api import ApiError, Unreachable
+from kfctl.objects import Obj, ObjectKey, key_of
+
+OURS = "applyset-ours-v1"
+THEIRS = "applyset-theirs-v1"
+DELETE = RemoveOptions(namespaces=True, crds=True, wait_timeout=2.0, poll_interval=0.01)
+NS = ObjectKey("", "Namespace", "", "shared")
+
+
+def ours(o: Obj) -> Obj:
+    return labels.prepare(o, applyset_id=OURS, kfdef_name="demo", application="app")
+
+
+def theirs(o: Obj) -> Obj:
+    return labels.prepare(o, applyset_id=THEIRS, kfdef_name="other", application="app")
+
+
+def member(cluster: FakeCluster, o: Obj) -> Member:
+    stored = cluster.put(o)
+    return Member(key_of(stored), "app", stored["metadata"]["uid"])
+
+
+def setup(*extra: Obj) -> tuple[FakeCluster, list[Member]]:
+    cluster = FakeCluster()
+    items = [member(cluster, ours(obj("v1", "Namespace", "shared"))), member(cluster, ours(cm("mine")))]
+    for o in extra:
+        cluster.put(o)
+    return cluster, items
+
+
+def cm(name: str, **fields: Any) -> Obj:
+    return obj("v1", "ConfigMap", name, "shared", data={"k": "v"}, **fields)
+
+
+def run(cluster: FakeCluster, items: list[Member], options: RemoveOptions = DELETE) -> tuple[Any, EventLog]:
+    log = EventLog()
+    return remove(cluster, items, applyset_id=OURS, reporter=log, options=options, verb="Deleted"), log
+
+
+def test_a_namespace_holding_a_users_object_is_kept_and_the_object_named() -> None:
+    cluster, items = setup(cm("user-data"), obj("v1", "Secret", "user-token", "shared", data={"t": "eA=="}))
+    result, log = run(cluster, items)
+    assert result.removed == [items[1].key]  # our ConfigMap went
+    assert [k for k, _ in result.kept] == [NS]
+    why = dict(result.kept)[NS]
+    assert why == (
+        "holds 2 object(s) kfctl did not apply: ConfigMap shared/user-data, Secret shared/user-token; "
+        "kept without --force-namespaces"
+    )
+    assert [e.message for e in log.of("Kept")] == [why]
+    assert cluster.live(ObjectKey("", "ConfigMap", "shared", "user-data")) is not None
+    assert result.ok
+
+
+def test_another_kfctl_apps_objects_keep_a_shared_namespace_and_are_named_with_the_app() -> None:
+    cluster, items = setup(theirs(cm("their-config")))
+    result, _ = run(cluster, items)
+    assert dict(result.kept)[NS].startswith(
+        "holds 1 object(s) kfctl did not apply: ConfigMap shared/their-config (kfctl app other)"
+    )
+    assert cluster.live(ObjectKey("", "ConfigMap", "shared", "their-config")) is not None
+
+
+@pytest.mark.parametrize(
+    "made_by_kubernetes",
+    [
+        pytest.param(obj("v1", "ServiceAccount", "default", "shared"), id="default-serviceaccount"),
+        pytest.param(cm("kube-root-ca.crt"), id="root-ca-configmap"),
+        pytest.param(obj("v1", "Event", "web.1234", "shared"), id="event"),
+        pytest.param(
+            obj("apps/v1", "StatefulSet", "web-abc", "shared", spec={})
+            | {"metadata": {"name": "web-abc", "namespace": "shared", "ownerReferences": [{"uid": "x"}]}},
+            id="owned-by-a-workload",
+        ),
+        pytest.param(
+            obj("v1", "Secret", "webhook-tls", "shared", annotations={"cert-manager.io/certificate-name": "c"}),
+            id="cert-manager-secret",
+        ),
+        pytest.param(obj("discovery.k8s.io/v1", "EndpointSlice", "svc-x1", "shared", endpoints=[]), id="endpointslice"),
+        pytest.param(
+            cm("leader", annotations={"control-plane.alpha.kubernetes.io/leader": "{}"}), id="leader-configmap"
+        ),
+    ],
+)
+def test_objects_kubernetes_makes_by_itself_do_not_keep_a_namespace(made_by_kubernetes: Obj) -> None:
+    cluster, items = setup(made_by_kubernetes)
+    result, _ = run(cluster, items)
+    assert result.kept == [] and sorted(result.removed) == sorted(m.key for m in items)
+
+
+def test_automatic_covers_leases_and_objects_being_deleted() -> None:
+    lease = obj("coordination.k8s.io/v1", "Lease", "operator-lock", "shared")
+    assert automatic(lease, "coordination.k8s.io")
+    going = cm("going") | {"metadata": {"name": "going", "deletionTimestamp": "2024-01-01T00:00:00Z"}}
+    assert automatic(going, "")
+    assert not automatic(cm("user-data"), "")
+    assert not automatic(obj("v1", "ServiceAccount", "builder", "shared"), "")
+
+
+def test_force_namespaces_deletes_the_namespace_and_what_is_in_it() -> None:
+    cluster, items = setup(cm("user-data"))
+    forced = RemoveOptions(namespaces=True, crds=True, wait_timeout=2.0, poll_interval=0.01, force_namespaces=True)
+    result, _ = run(cluster, items, forced)
+    assert result.kept == [] and NS in result.removed
+    assert cluster.live(ObjectKey("", "ConfigMap", "shared", "user-data")) is None
+
+
+def test_prune_names_its_own_flag_when_a_namespace_is_kept() -> None:
+    cluster, items = setup(cm("user-data"))
+    prune = RemoveOptions(namespaces=True, wait_timeout=2.0, poll_interval=0.01)
+    result, _ = run(cluster, items, prune)
+    assert dict(result.kept)[NS].endswith("kept without --force-namespaces")
+
+
+def test_a_custom_resource_of_the_user_keeps_the_namespace() -> None:
+    cluster = FakeCluster()
+    crd = obj(
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        "widgets.example.com",
+        spec={"group": "example.com", "scope": "Namespaced", "names": {"kind": "Widget", "plural": "widgets"}},
+    )
+    cluster.apply(crd)  # someone else's CRD: established by the fake's hook
+    items = [member(cluster, ours(obj("v1", "Namespace", "shared")))]
+    cluster.put(obj("example.com/v1", "Widget", "precious", "shared"))
+    result, _ = run(cluster, items)
+    assert "Widget.example.com shared/precious" in dict(result.kept)[NS]
+
+
+class Flaky(FakeCluster):
+    """Fails the first ``n`` reads and deletes as a restarting API server does."""
+
+    def __init__(self, n: int, error: Exception) -> None:
+        super().__init__()
+        self.left = n
+        self.error = error
+
+    def _maybe_fail(self) -> None:
+        if self.left > 0:
+            self.left -= 1
+            raise self.error
+
+    def get(self, api_version: str, kind: str, *, namespace: str, name: str) -> Obj | None:
+        self._maybe_fail()
+        return super().get(api_version, kind, namespace=namespace, name=name)
+
+    def delete(self, api_version: str, kind: str, *, namespace: str, name: str, uid: str | None = None) -> bool:
+        self._maybe_fail()
+        return super().delete(api_version, kind, namespace=namespace, name=name, uid=uid)
+
+
+def test_removal_rides_out_a_restarting_api_server() -> None:
+    cluster = Flaky(0, Unreachable("connection refused"))
+    items = [member(cluster, ours(cm("a"))), member(cluster, ours(cm("b")))]
+    cluster.left = 5
+    log = EventLog()
+    result = remove(
+        cluster, items, applyset_id=OURS, reporter=log, options=DELETE, verb="Deleted", sleep=lambda _: None
+    )
+    assert sorted(result.removed) == sorted(m.key for m in items) and result.ok
+
+
+def test_a_refused_delete_is_reported_as_a_denial_and_nothing_is_lost_track_of() -> None:
+    forbidden = ApiError(
+        403,
+        'configmaps "a" is forbidden: User "bob" cannot delete resource "configmaps" in API group "" '
+        'in the namespace "shared"',
+        reason="Forbidden",
+    )
+    cluster = Flaky(0, forbidden)
+    items = [member(cluster, ours(cm("a")))]
+    cluster.left = 1
+    result, log = run(cluster, items)
+    assert [e.type for e in log.events] == ["Failed"]
+    assert not result.ok and result.denied
+    assert [k for k, _ in result.failed] == [items[0].key]
+    assert "cannot delete resource" in result.failed[0][1]
+    assert cluster.live(items[0].key) is not None
