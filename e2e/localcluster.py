@@ -748,6 +748,8 @@ def cmd_up(args: argparse.Namespace) -> int:
                 )
             if api_ready(existing):
                 log(f"already up ({existing.backend}) in {state_dir}")
+                if existing.versions and existing.versions != read_versions():
+                    log("note: it runs other versions than e2e/versions.env says; `down` and `up` to change")
                 print(existing.kubeconfig)
                 return 0
         if running:
@@ -832,6 +834,15 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"state dir:  {state.state_dir}")
         print(f"backend:    {state.backend}{' (admission webhooks enabled)' if state.webhooks else ''}")
         print(f"kubeconfig: {state.kubeconfig}")
+        if state.versions:
+            print(
+                "versions:   "
+                + ", ".join(
+                    f"{k.removesuffix('_VERSION').lower()} {v}"
+                    for k, v in state.versions.items()
+                    if k != "KUBERNETES_STAGING_VERSION"
+                )
+            )
         print(
             f"API server: {'ready' if ready else 'NOT ready'}"
             + (f" on https://{LOOPBACK}:{state.ports['apiserver']}" if state.ports else "")

@@ -12,6 +12,8 @@ API server, what these controllers would do in a real cluster:
   `cert-manager.io/inject-ca-from-secret: <ns>/<secret>`).
 - operators that rotate their own webhook certificates (table SELF_MANAGED_WEBHOOK_CERTS): an empty
   `caBundle` is filled, and the certificate is written into the operator's Secret if that Secret exists.
+- webhook servers that keep their own serving CA in a Secret (table DYNAMIC_SERVING_CAS; cert-manager's
+  webhook): while the server's Deployment exists, the Secret exists and holds a CA.
 - a volume provisioner for the StorageClasses in PROVISIONED_STORAGE_CLASSES: each pending claim gets a
   PersistentVolume bound to it, deleted again once the claim is gone.
 
@@ -60,11 +62,28 @@ SELF_MANAGED_WEBHOOK_CERTS: tuple[SelfManagedWebhookCert, ...] = (
     ),
 )
 
+
+@dataclass(frozen=True)
+class DynamicServingCA:
+    """A webhook server that creates its own CA Secret at start (cert-manager's --dynamic-serving-ca-secret-name),
+    which cainjector then injects through `cert-manager.io/inject-ca-from-secret`."""
+
+    namespace: str
+    deployment: str  # the Secret is made only while this Deployment exists, as only a running server makes it
+    secret_name: str
+
+
+DYNAMIC_SERVING_CAS: tuple[DynamicServingCA, ...] = (
+    DynamicServingCA("cert-manager", "cert-manager-webhook", "cert-manager-webhook-ca"),
+)
+
 # Claims of these classes get a PersistentVolume from the stand-in (the local cluster's default class).
 PROVISIONED_STORAGE_CLASSES: tuple[str, ...] = ("standard",)
 
 INJECT_CA_FROM = "cert-manager.io/inject-ca-from"
 INJECT_CA_FROM_SECRET = "cert-manager.io/inject-ca-from-secret"
+# cainjector injects from a Secret named by inject-ca-from-secret only when the Secret allows it.
+ALLOW_DIRECT_INJECTION = "cert-manager.io/allow-direct-injection"
 PROVISIONER = "kfctl-e2e-standin"  # recorded on the volumes it creates, so it deletes only its own
 LEASE_NAMESPACE, LEASE_NAME = "kube-system", "kfctl-e2e-standin"
 LEASE_SECONDS = 15
@@ -171,12 +190,28 @@ def hold_lease(api: kube_rest.Client, identity: str) -> bool:
 
 
 class StandIn:
-    def __init__(self, api: kube_rest.Client) -> None:
+    def __init__(
+        self,
+        api: kube_rest.Client,
+        *,
+        self_managed_webhook_certs: tuple[SelfManagedWebhookCert, ...] = SELF_MANAGED_WEBHOOK_CERTS,
+        dynamic_serving_cas: tuple[DynamicServingCA, ...] = DYNAMIC_SERVING_CAS,
+    ) -> None:
         self.api = api
+        self.self_managed_webhook_certs = self_managed_webhook_certs
+        self.dynamic_serving_cas = dynamic_serving_cas
 
     def reconcile(self) -> None:
         """One pass over everything; each part, and each object in it, fails alone."""
-        for part in (self.issuers, self.certificates, self.inject_ca, self.self_managed_certs, self.volumes):
+        parts = (
+            self.issuers,
+            self.certificates,
+            self.dynamic_serving_ca_secrets,
+            self.inject_ca,
+            self.self_managed_certs,
+            self.volumes,
+        )
+        for part in parts:
             with self.guard(part.__name__):
                 part()
 
@@ -185,8 +220,9 @@ class StandIn:
         try:
             yield
         except ApiError as e:
-            # Deleted or changed meanwhile, or its namespace is going away: the next pass sees the news.
-            if e.status in (404, 409) or (e.status == 403 and "being terminated" in e.body):
+            # Deleted or changed meanwhile, its namespace going away, or a new CRD's storage still starting
+            # (429): the next pass sees the news.
+            if e.status in (404, 409, 429) or (e.status == 403 and "being terminated" in e.body):
                 log.debug("%s: %s", what, e)
             else:
                 log.warning("%s: %s", what, e)
@@ -421,7 +457,14 @@ class StandIn:
         else:
             return None
         secret = self.api.get(f"/api/v1/namespaces/{namespace}/secrets/{secret_name}")
-        return unb64(((secret or {}).get("data") or {}).get("ca.crt")) or None
+        if secret is None:
+            return None
+        if (
+            INJECT_CA_FROM_SECRET in annotations
+            and (secret["metadata"].get("annotations") or {}).get(ALLOW_DIRECT_INJECTION) != "true"
+        ):
+            return None
+        return unb64((secret.get("data") or {}).get("ca.crt")) or None
 
     def patch_webhook_ca(self, base: str, item: JSON, bundle: bytes, what: str, *, only_empty: bool = False) -> None:
         encoded = b64(bundle)
@@ -441,8 +484,35 @@ class StandIn:
 
     # operators with self-managed webhook certificates -------------------------------------------------
 
+    def dynamic_serving_ca_secrets(self) -> None:
+        for entry in self.dynamic_serving_cas:
+            deployment = self.api.get(f"/apis/apps/v1/namespaces/{entry.namespace}/deployments/{entry.deployment}")
+            if deployment is None or deployment["metadata"].get("deletionTimestamp"):
+                continue
+            secrets = f"/api/v1/namespaces/{entry.namespace}/secrets"
+            if self.api.get(f"{secrets}/{entry.secret_name}") is not None:
+                continue
+            ca = pki.make_ca(entry.secret_name)
+            with self.guard(f"secret {entry.namespace}/{entry.secret_name}"):
+                self.api.create(
+                    secrets,
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Secret",
+                        "type": "kubernetes.io/tls",
+                        "metadata": {
+                            "name": entry.secret_name,
+                            "namespace": entry.namespace,
+                            "annotations": {ALLOW_DIRECT_INJECTION: "true"},
+                        },
+                        # cert-manager's dynamic serving layout: the CA is tls.crt/tls.key and ca.crt.
+                        "data": {"ca.crt": b64(ca.cert_pem), "tls.crt": b64(ca.cert_pem), "tls.key": b64(ca.key_pem)},
+                    },
+                )
+                log.info("secret %s/%s: created the webhook's serving CA", entry.namespace, entry.secret_name)
+
     def self_managed_certs(self) -> None:
-        for entry in SELF_MANAGED_WEBHOOK_CERTS:
+        for entry in self.self_managed_webhook_certs:
             base = WEBHOOK_CONFIGURATIONS[entry.configuration]
             item = self.api.get(f"{base}/{entry.name}")
             if item is None:

@@ -16,6 +16,7 @@ import pki
 import pytest
 import standin
 import yaml
+from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from harness import Cluster, poll
@@ -633,3 +634,44 @@ def test_no_connection_leaves_loopback(cluster: Cluster) -> None:
     if state.backend != "local":
         pytest.skip("kind's processes run in containers")
     assert localcluster.non_loopback_sockets(state) == []
+
+
+def test_dynamic_serving_ca_secret_appears_while_its_deployment_exists(kubeconfig: str, namespace: str) -> None:
+    """cert-manager's webhook makes its own CA Secret; the stand-in does it for DYNAMIC_SERVING_CAS. Tested with
+    an entry for this test's namespace, reconciled in-process, so the cluster's own stand-in is not involved."""
+    import kube_rest
+
+    api = kube_rest.Client(kubeconfig)
+    entry = standin.DynamicServingCA(namespace, "webhook", "webhook-ca")
+    controller = standin.StandIn(api, self_managed_webhook_certs=(), dynamic_serving_cas=(entry,))
+    secret_path = f"/api/v1/namespaces/{namespace}/secrets/webhook-ca"
+    try:
+        controller.dynamic_serving_ca_secrets()
+        assert api.get(secret_path) is None, "no Deployment, no Secret"
+        labels = {"app": "webhook"}
+        api.create(
+            f"/apis/apps/v1/namespaces/{namespace}/deployments",
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "webhook"},
+                "spec": {
+                    "selector": {"matchLabels": labels},
+                    "template": {
+                        "metadata": {"labels": labels},
+                        "spec": {"containers": [{"name": "main", "image": PAUSE_IMAGE}]},
+                    },
+                },
+            },
+        )
+        controller.dynamic_serving_ca_secrets()
+        secret = api.get(secret_path)
+        assert secret is not None
+        assert secret["metadata"]["annotations"][standin.ALLOW_DIRECT_INJECTION] == "true"
+        ca = pki.first_cert(base64.b64decode(secret["data"]["ca.crt"]))
+        assert ca is not None and ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+        # Once it exists it is left alone: no rotation behind kfctl's back.
+        controller.dynamic_serving_ca_secrets()
+        assert api.get(secret_path)["metadata"]["resourceVersion"] == secret["metadata"]["resourceVersion"]
+    finally:
+        api.close()
