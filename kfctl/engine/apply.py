@@ -1,14 +1,20 @@
 """The scheduler: apply every unblocked step, wait on health, unblock dependents, explain what is stuck.
 
 A kapp-style loop on one thread; API calls run in a bounded thread pool. Each object is server-side
-applied (unless its content hash says the live object already matches), then polled with its kind's
-health rule until ready, failed or timed out. Transient API errors are retried with backoff within the
-object's wait timeout; denials stop the run at once (no new applies start). Nothing here prints: progress
-goes to the reporter as :class:`~kfctl.engine.events.Event` values.
+applied (unless its content hash says the live object already matches) and judged at once on the object
+the server returned, then polled with its kind's health rule until ready, failed or timed out.
+Transient API errors are retried with backoff within the object's wait timeout; denials stop the run at
+once (no new applies start). Nothing here prints: progress goes to the reporter as
+:class:`~kfctl.engine.events.Event` values.
+
+The loop is event-driven so that it stays linear in the number of objects (5,000 in the benchmarks): a
+step is looked at again only when one of its dependencies changed state, its retry or poll time came, or
+an apply slot freed — never by scanning every step on every turn.
 """
 
 from __future__ import annotations
 
+import heapq
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -82,6 +88,29 @@ class _Track:
 class _ApplyOutcome:
     verdict: Literal["created", "configured", "unchanged", "recreated"]
     live: Obj
+    health: Health | None = None  # judged on ``live`` in the worker; None: poll as usual
+
+
+@dataclass
+class _Run:
+    """The scheduler's bookkeeping for one run; every queue holds topological indexes."""
+
+    order: list[str]
+    tracks: dict[str, _Track]
+    index: dict[str, int]
+    dependents: dict[str, list[str]]
+    remaining: int
+    candidates: list[int] = field(default_factory=list)  # heap: pending steps worth a look
+    queued: set[int] = field(default_factory=set)
+    retries: list[tuple[float, int]] = field(default_factory=list)  # heap: (not_before, index)
+    checks: list[tuple[float, int]] = field(default_factory=list)  # heap: (next_check, index)
+    applying: int = 0
+
+    def consider(self, sid: str) -> None:
+        i = self.index[sid]
+        if i not in self.queued and self.tracks[sid].state == "pending":
+            self.queued.add(i)
+            heapq.heappush(self.candidates, i)
 
 
 class Engine:
@@ -108,36 +137,48 @@ class Engine:
         deadline = start + self.options.timeout
         order = topological_order(plan)
         tracks = {sid: _Track(plan.steps[sid]) for sid in order}
+        dependents: dict[str, list[str]] = {sid: [] for sid in order}
+        for sid in order:
+            for e in plan.deps.get(sid, []):
+                dependents[e.dependency].append(sid)
+        r = _Run(order, tracks, {sid: i for i, sid in enumerate(order)}, dependents, len(order))
+        self._run = r
+        for sid in order:
+            r.consider(sid)
         result = ApplyResult()
         denied = False
         pool = ThreadPoolExecutor(max_workers=self.options.concurrency, thread_name_prefix="kfctl-apply")
         futures: dict[Future[object], tuple[str, str]] = {}
         try:
-            while any(t.state not in TERMINAL for t in tracks.values()):
+            while r.remaining:
                 now = self.clock()
                 if now > deadline:
                     self._time_out_all(plan, tracks, result, f"the overall --timeout of {self.options.timeout:g}s")
                     break
-                for sid in order:
-                    t = tracks[sid]
-                    if t.state == "pending":
-                        self._maybe_start(plan, tracks, sid, t, now, futures, pool, result, stop=denied)
-                    elif t.state == "waiting" and not t.checking and now >= t.next_check:
-                        if t.started is not None and now - t.started > self.options.wait_timeout:
-                            self._fail(plan, tracks, t, result, self._timeout_message(t))
-                            continue
-                        t.checking = True
-                        futures[pool.submit(self._check, t.step)] = (sid, "check")
+                while r.retries and r.retries[0][0] <= now:
+                    r.consider(order[heapq.heappop(r.retries)[1]])
+                self._start_candidates(plan, now, futures, pool, result, stop=denied)
+                while r.checks and r.checks[0][0] <= now:
+                    t = tracks[order[heapq.heappop(r.checks)[1]]]
+                    if t.state != "waiting" or t.checking:
+                        continue
+                    if t.started is not None and now - t.started > self.options.wait_timeout:
+                        self._fail(plan, tracks, t, result, self._timeout_message(t))
+                        continue
+                    t.checking = True
+                    futures[pool.submit(self._check, t.step)] = (t.step.id, "check")
+                if not r.remaining:
+                    break
                 if not futures:
-                    if all(t.state in TERMINAL for t in tracks.values()):
-                        break
-                    self.sleep(0.05)
+                    due = [q[0][0] for q in (r.retries, r.checks) if q]
+                    self.sleep(min(0.05, max(0.0, min(due) - now)) if due else 0.05)
                     continue
                 done, _ = wait(list(futures), timeout=0.2, return_when=FIRST_COMPLETED)
                 for fut in done:
                     sid, what = futures.pop(fut)
                     t = tracks[sid]
                     if what == "apply":
+                        r.applying -= 1
                         denied = self._after_apply(plan, tracks, t, fut, result) or denied
                     else:
                         self._after_check(plan, tracks, t, fut, result)
@@ -149,7 +190,40 @@ class Engine:
         result.seconds = self.clock() - start
         return result
 
+    def _changed(self, t: _Track) -> None:
+        """A step changed state: count it when it is done, and look again at what depends on it."""
+        r = self._run
+        if t.state in TERMINAL:
+            r.remaining -= 1
+        elif t.state == "waiting":
+            heapq.heappush(r.checks, (t.next_check, r.index[t.step.id]))
+        for d in r.dependents[t.step.id]:
+            r.consider(d)
+
     # --- scheduling ------------------------------------------------------------------------------------
+    def _start_candidates(
+        self,
+        plan: Plan,
+        now: float,
+        futures: dict[Future[object], tuple[str, str]],
+        pool: ThreadPoolExecutor,
+        result: ApplyResult,
+        *,
+        stop: bool,
+    ) -> None:
+        """Look at queued pending steps in plan order; stop at the first that waits for an apply slot."""
+        r = self._run
+        while r.candidates:
+            i = heapq.heappop(r.candidates)
+            r.queued.discard(i)
+            sid = r.order[i]
+            t = r.tracks[sid]
+            if t.state != "pending":
+                continue
+            if self._maybe_start(plan, r.tracks, sid, t, now, futures, pool, result, stop=stop) == "full":
+                r.consider(sid)
+                return
+
     def _maybe_start(
         self,
         plan: Plan,
@@ -162,37 +236,46 @@ class Engine:
         result: ApplyResult,
         *,
         stop: bool,
-    ) -> None:
+    ) -> Literal["full"] | None:
+        """Start a step whose dependencies allow it; "full" when it must wait for an apply slot.
+
+        A step that cannot start yet is dropped from the queue: a dependency's change of state, or its
+        retry time, puts it back.
+        """
         edges = plan.deps.get(sid, [])
         for e in edges:
             dep = tracks[e.dependency]
             if dep.state in ("failed", "blocked"):
                 self._block(plan, tracks, t, result, e.dependency)
-                return
+                return None
         if stop or now < t.not_before:
-            return
+            return None
         for e in edges:
             dep = tracks[e.dependency]
             if e.rule.order_only and dep.state in ("waiting", "ready"):
                 continue
             if dep.state != "ready":
-                return
-        if t.started is None:
-            t.started = now
+                return None
         step = t.step
         if step.kind == "application":
+            t.started = t.started if t.started is not None else now
             self._ready(t, ready("all objects ready"), quiet=True)
-            return
+            return None
         if step.kind == "webhook-backend":
+            t.started = t.started if t.started is not None else now
             t.state = "waiting"
             t.next_check = now
-            return
-        in_flight = sum(1 for _, what in futures.values() if what == "apply")
-        if in_flight >= self.options.concurrency:
-            return
+            self._changed(t)
+            return None
+        if self._run.applying >= self.options.concurrency:
+            return "full"
+        if t.started is None:
+            t.started = now
         t.state = "applying"
         t.attempts += 1
+        self._run.applying += 1
         futures[pool.submit(self._apply, step)] = (sid, "apply")
+        return None
 
     def _apply(self, step: Step) -> _ApplyOutcome:
         """Runs in a worker: skip when the live object carries the same content hash, else SSA."""
@@ -202,7 +285,7 @@ class Engine:
         live = self.cluster.get(res.api_version, step.key.kind, namespace=step.key.namespace, name=step.key.name)
         same = live is not None and labels.applied_hash(live) == labels.desired_hash(desired)
         if live is not None and same and not (live.get("metadata") or {}).get("deletionTimestamp"):
-            return _ApplyOutcome("unchanged", live)
+            return _ApplyOutcome("unchanged", live, self._judge_now(step, live))
         try:
             out = self.cluster.apply(desired)
         except ApiError as e:
@@ -221,8 +304,26 @@ class Engine:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.5)
-            return _ApplyOutcome("recreated", self.cluster.apply(desired))
-        return _ApplyOutcome("configured" if live is not None else "created", out)
+            out = self.cluster.apply(desired)
+            return _ApplyOutcome("recreated", out, self._judge_now(step, out))
+        return _ApplyOutcome("configured" if live is not None else "created", out, self._judge_now(step, out))
+
+    def _judge_now(self, step: Step, live: Obj) -> Health | None:
+        """The first health verdict, on the object the server just returned: saves one GET per object."""
+        if not step.wait:
+            return None
+        try:
+            h = object_health(self.cluster, live)
+        except Exception:  # a probe problem here must not count as a failed apply; the poll will see it
+            return None
+        if h.ready:
+            self._served(step)
+        return h
+
+    def _served(self, step: Step) -> None:
+        if step.key is not None and step.key.kind == "CustomResourceDefinition" and step.obj is not None:
+            # Its kinds are served now: forget the cached discovery so dependents map at once.
+            self.cluster.invalidate(str((step.obj.get("spec") or {}).get("group", "")))
 
     def _after_apply(
         self, plan: Plan, tracks: dict[str, _Track], t: _Track, fut: Future[object], result: ApplyResult
@@ -253,11 +354,17 @@ class Engine:
             "unchanged": result.unchanged,
         }[outcome.verdict].append(sid)
         self._emit(kind, t.step)
-        if t.step.wait:
+        if not t.step.wait:
+            self._ready(t, ready("applied"), quiet=True)
+        elif outcome.health is not None:
+            t.state = "waiting"
+            for d in self._run.dependents[sid]:  # order-only dependents may start now
+                self._run.consider(d)
+            self._judge(plan, tracks, t, outcome.health, result)
+        else:
             t.state = "waiting"
             t.next_check = self.clock()
-        else:
-            t.state = "ready"
+            self._changed(t)
         return False
 
     def _apply_error(
@@ -272,6 +379,7 @@ class Engine:
             delay = backoff(t.attempts, retry_after=c.retry_after)
             t.state = "pending"
             t.not_before = now + delay
+            heapq.heappush(self._run.retries, (t.not_before, self._run.index[t.step.id]))
             if c.message != t.last_message:
                 t.last_message = c.message
                 self._emit("Retrying", t.step, f"{c.message} (retrying in {delay:.1f}s)")
@@ -296,16 +404,14 @@ class Engine:
         if live is None:
             return progressing("not found (deleted by someone else?)")
         h = object_health(self.cluster, live)
-        if h.ready and step.key.kind == "CustomResourceDefinition":
-            # Its kinds are served now: forget the cached discovery so dependents map at once.
-            self.cluster.invalidate(str((step.obj.get("spec") or {}).get("group", "")))
+        if h.ready:
+            self._served(step)
         return h
 
     def _after_check(
         self, plan: Plan, tracks: dict[str, _Track], t: _Track, fut: Future[object], result: ApplyResult
     ) -> None:
         t.checking = False
-        now = self.clock()
         err = fut.exception()
         if err is not None:
             c = classify(err)
@@ -316,6 +422,11 @@ class Engine:
         else:
             h = fut.result()  # type: ignore[assignment]
             assert isinstance(h, Health)
+        self._judge(plan, tracks, t, h, result)
+
+    def _judge(self, plan: Plan, tracks: dict[str, _Track], t: _Track, h: Health, result: ApplyResult) -> None:
+        """Act on a waiting step's health verdict: ready, failed, or poll again later."""
+        now = self.clock()
         t.health = h
         if h.ready:
             self._ready(t, h)
@@ -328,6 +439,7 @@ class Engine:
             self._emit("Waiting", t.step, h.message)
         waited = now - (t.started or now)
         t.next_check = now + min(self.options.poll_interval, 0.25 + waited / 10)
+        heapq.heappush(self._run.checks, (t.next_check, self._run.index[t.step.id]))
 
     # --- outcomes --------------------------------------------------------------------------------------
     def _ready(self, t: _Track, h: Health, *, quiet: bool = False) -> None:
@@ -335,6 +447,7 @@ class Engine:
         t.health = h
         if not quiet:
             self._emit("Healthy", t.step, h.message)
+        self._changed(t)
 
     def _fail(
         self,
@@ -360,6 +473,7 @@ class Engine:
         chain = (f"{t.step.id} {detail}",)
         result.failed.append(Failure(t.step.id, detail, chain, denied=denied))
         self._emit("Failed", t.step, detail, chain=chain)
+        self._changed(t)
 
     def _block(self, plan: Plan, tracks: dict[str, _Track], t: _Track, result: ApplyResult, dep: str) -> None:
         t.state = "blocked"
@@ -367,6 +481,7 @@ class Engine:
         msg = "behind " + " ← ".join(chain[1:])
         result.blocked.append(Failure(t.step.id, msg, chain))
         self._emit("Blocked", t.step, msg, chain=chain)
+        self._changed(t)
 
     def _chain(self, plan: Plan, tracks: dict[str, _Track], sid: str) -> tuple[str, ...]:
         """From a step to the root cause: follow the first dependency that is not ready."""
