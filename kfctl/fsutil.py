@@ -7,14 +7,25 @@ import tempfile
 from pathlib import Path
 
 
-def write_atomic(path: Path, data: str) -> None:
-    """Write ``data`` to ``path`` through a temp file in the same directory and an atomic rename."""
+def write_atomic(path: Path, data: str, *, mode: int = 0o644) -> bool:
+    """Write ``data`` to ``path`` through a temp file in the same directory and an atomic rename.
+
+    Returns whether the file changed; identical content is left alone (no new mtime, no rewrite), so
+    re-running a command on an unchanged input touches nothing.
+    """
+    try:
+        if path.read_text(encoding="utf-8") == data:
+            return False
+    except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
+        pass
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             f.write(data)
+        os.chmod(tmp, mode)  # mkstemp makes 0600 files; a KfDef or lock file is meant to be shared
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return True

@@ -14,9 +14,7 @@ builds and writes data only; it never talks to a cluster, never runs git and nev
 from __future__ import annotations
 
 import itertools
-import os
 import re
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -27,6 +25,7 @@ import yaml
 from kfctl.catalog.model import Catalog
 from kfctl.config.model import KfDef
 from kfctl.errors import PlanError, UsageError
+from kfctl.fsutil import write_atomic
 
 FORMATS = ("argocd", "flux")
 DEFAULT_NAMESPACE = {"argocd": "argocd", "flux": "flux-system"}
@@ -256,7 +255,7 @@ def write_files(kfdef: KfDef, result: ExportResult, output_dir: Path) -> tuple[l
                 hint="export into a directory of its own",
             )
         for name, text in sorted(wanted.items()):
-            _write_atomic(output_dir / name, text)
+            write_atomic(output_dir / name, text)
         removed = sorted(ours - set(wanted))
         for name in removed:
             (output_dir / name).unlink()
@@ -271,20 +270,3 @@ def _is_ours(path: Path) -> bool:
             return f.readline().startswith(_HEADER_PREFIX)
     except (OSError, UnicodeDecodeError):
         return False
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    try:
-        if path.read_text(encoding="utf-8") == text:
-            return
-    except (FileNotFoundError, UnicodeDecodeError):
-        pass
-    fd, tmp = tempfile.mkstemp(prefix=".kfctl-export-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -8,9 +8,7 @@ nothing to pin. This module reads and writes only the lock file; it never touche
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +17,7 @@ from typing import Any
 import yaml
 
 from kfctl.errors import ConfigError
+from kfctl.fsutil import write_atomic
 
 LOCK_API = "kfctl.kubeflow.org/v1alpha1"
 LOCK_KIND = "KfDefLock"
@@ -123,19 +122,4 @@ def _bad(path: Path, why: str) -> ConfigError:
 
 def write_lock(path: Path, entries: Iterable[LockEntry]) -> bool:
     """Write the lock atomically; return whether its content changed."""
-    text = render_lock(entries)
-    try:
-        if path.read_text(encoding="utf-8") == text:
-            return False
-    except (FileNotFoundError, UnicodeDecodeError):
-        pass
-    fd, tmp = tempfile.mkstemp(prefix=".kfctl-lock-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return True
+    return write_atomic(path, render_lock(entries))
