@@ -47,6 +47,7 @@ def test_init_kind_writes_a_kfdef_the_loader_accepts(
     assert {a.component for a in kfdef.applications} == set(real_catalog.platforms["kind"].default_components)
     assert (app / ".gitignore").read_text().splitlines()[1] == ".cache/"
     assert "# " in (app / "kfdef.yaml").read_text()  # commented for newcomers
+    assert (app / "kfdef.yaml").stat().st_mode & 0o777 == 0o644  # shareable, like any file a user writes
 
 
 def test_second_init_refuses_and_leaves_the_file_byte_for_byte(
