@@ -200,7 +200,14 @@ def test_delete_removes_everything_but_storage_then_storage_with_the_flag(app_di
         "kept": len(run.summary["kept"]),
     }
 
+    # The user's and another app's ConfigMaps (made in the prune test) keep namespace kubeflow: deleting it
+    # would delete them. It goes, with them, only when forced.
     run = kfctl("delete", str(app_dir), "--delete-storage", "--wait-timeout", "3m", kubeconfig=kubeconfig)
+    assert run.code == 0, run.explain()
+    assert labelled(kubeconfig) == ["namespace/kubeflow"]
+    kept = " ".join(run.summary["kept"])
+    assert "ConfigMap kubeflow/users-own" in kept and "ConfigMap kubeflow/other-apps (kfctl app other)" in kept, kept
+    run = kfctl("delete", str(app_dir), "--force-namespaces", "--wait-timeout", "3m", kubeconfig=kubeconfig)
     assert run.code == 0, run.explain()
     assert labelled(kubeconfig) == []
     assert "namespace/kubeflow" not in kubectl(kubeconfig, "get", "namespaces", "-o", "name").split()

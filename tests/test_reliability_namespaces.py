@@ -16,7 +16,7 @@ from fakecluster import FakeCluster, obj
 from kfctl.engine import labels
 from kfctl.engine.events import EventLog
 from kfctl.engine.foreign import automatic
-from kfctl.engine.inventory import Member
+from kfctl.engine.inventory import ID_LABEL, Member
 from kfctl.engine.remove import RemoveOptions, remove
 from kfctl.k8s.api import ApiError, Unreachable
 from kfctl.objects import Obj, ObjectKey, key_of
@@ -43,6 +43,8 @@ def member(cluster: FakeCluster, o: Obj) -> Member:
 def setup(*extra: Obj) -> tuple[FakeCluster, list[Member]]:
     cluster = FakeCluster()
     items = [member(cluster, ours(obj("v1", "Namespace", "shared"))), member(cluster, ours(cm("mine")))]
+    # Our own inventory often lives in the namespace it installs: it never keeps it.
+    cluster.put(cm("kfctl-inventory-demo", labels={ID_LABEL: OURS}))
     for o in extra:
         cluster.put(o)
     return cluster, items

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kfctl.engine import labels
+from kfctl.engine.inventory import ID_LABEL as APPLYSET_ID_LABEL
 from kfctl.k8s.api import ApiError, Cluster, NoKindMatch, Resource
 from kfctl.objects import ObjectKey
 
@@ -46,10 +47,10 @@ SHOWN = 10  # objects named in a message; the rest are counted
 @dataclass(frozen=True)
 class Foreign:
     key: ObjectKey
-    owner: str  # "" for a user's object, else the kfctl app that applied it
+    owner: str  # "" for a user's object, else who it belongs to: "kfctl app X", "ApplySet parent"
 
     def __str__(self) -> str:
-        return f"{self.key} (kfctl app {self.owner})" if self.owner else str(self.key)
+        return f"{self.key} ({self.owner})" if self.owner else str(self.key)
 
 
 @dataclass(frozen=True)
@@ -107,10 +108,15 @@ def namespace_contents(
         for item in items:
             if labels.owned_by(item, applyset_id) or automatic(item, res.group):
                 continue
+            if ((item.get("metadata") or {}).get("labels") or {}).get(APPLYSET_ID_LABEL) == applyset_id:
+                continue  # our own inventory (the ApplySet parent), which often lives in the namespace itself
             meta = item.get("metadata") or {}
+            tags = meta.get("labels") or {}
             owner = ""
-            if (meta.get("labels") or {}).get(labels.PART_OF):
-                owner = str((meta.get("labels") or {}).get(labels.APP_LABEL) or "?")
+            if tags.get(labels.PART_OF):
+                owner = f"kfctl app {tags.get(labels.APP_LABEL) or '?'}"
+            elif tags.get(APPLYSET_ID_LABEL):
+                owner = "ApplySet parent"  # another kfctl app's inventory (or kubectl's ApplySet)
             out.append(Foreign(ObjectKey(res.group, res.kind, namespace, str(meta.get("name", ""))), owner))
         return out, ""
 

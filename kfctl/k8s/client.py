@@ -19,7 +19,6 @@ from urllib.parse import quote, urlencode
 import kubernetes.client
 import kubernetes.config
 import urllib3
-from kubernetes.config.config_exception import ConfigException
 
 from kfctl.errors import ClusterError
 from kfctl.k8s.api import (
@@ -52,9 +51,13 @@ def connect(*, kubeconfig: str | None, context: str | None) -> KubeClient:
         kubernetes.config.load_kube_config(  # type: ignore[no-untyped-call]
             config_file=path, context=context, client_configuration=cfg
         )
-    except (ConfigException, OSError, ValueError, TypeError, KeyError) as e:
+    except Exception as e:  # whatever the file holds (bad YAML, wrong shapes), it is the kubeconfig at fault
         where = f"context {context!r} of " if context else ""
-        raise ClusterError(f"cannot load {where}kubeconfig {path}: {e}") from e
+        what = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ClusterError(
+            f"cannot load {where}kubeconfig {path}: {what}",
+            hint="check the file (kubectl config view --kubeconfig FILE shows what is wrong), or pass another",
+        ) from e
     name = context or (active or {}).get("name", "")
     cfg.connection_pool_maxsize = POOL_SIZE
     api = kubernetes.client.ApiClient(cfg)
@@ -87,7 +90,7 @@ class KubeClient:
     ) -> Any:
         url = self._cfg.host.rstrip("/") + path + (("?" + urlencode(query)) if query else "")
         headers = {"Accept": "application/json", "User-Agent": "kfctl"}
-        token = self._cfg.get_api_key_with_prefix("authorization")
+        token = self._authorization()
         if token:
             headers["Authorization"] = token
         data = None
@@ -111,6 +114,19 @@ class KubeClient:
         if 200 <= resp.status < 300:
             return json.loads(text) if text else {}
         raise _api_error(resp.status, text, resp.headers.get("Retry-After"))
+
+    def _authorization(self) -> str | None:
+        """The Authorization header for a bearer token (ServiceAccount tokens, exec and OIDC plugins).
+
+        The client library stores it under ``api_key["BearerToken"]`` (older releases: ``"authorization"``);
+        its ``auth_settings()`` knows which, and calls the refresh hook of expiring tokens."""
+        for setting in self._cfg.auth_settings().values():
+            if setting.get("in") == "header" and str(setting.get("key", "")).lower() == "authorization":
+                value = setting.get("value")
+                if value:
+                    return str(value)
+        value = self._cfg.get_api_key_with_prefix("authorization")
+        return str(value) if value else None
 
     # --- discovery ----------------------------------------------------------------------------------------
     def _versions(self, group: str, *, refresh: bool = False) -> list[str]:
