@@ -13,7 +13,8 @@ rotates from run to run:
 - B2 peer, raw apply: the same bundle pre-sorted, CRDs first: `kubectl apply --server-side -f crds.yaml`,
   `kubectl wait` Established, then one `kubectl apply --server-side -f rest.yaml`; no health wait.
 
-cert-manager-webhook's self-made CA Secret is played by the e2e helper on every cluster alike.
+What the missing containers would do (cert-manager issuing and injecting CAs, cert-manager-webhook's own
+CA Secret, volume provisioning) the e2e stand-in controller does, on every cluster alike.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ import yaml
 from benchlib import (
     Measured,
     Samples,
-    cert_manager_webhook_ca,
     fresh_cluster,
     kfctl_argv,
     kubectl,
@@ -174,7 +174,7 @@ def measure(root: Path, *, runs: int, with_b2: bool = True) -> PlatformFigures:
     for i in range(runs):
         order = sides[i % len(sides) :] + sides[: i % len(sides)]
         for side in order:
-            with fresh_cluster(side) as kc, cert_manager_webhook_ca(kc):
+            with fresh_cluster(side) as kc:
                 if side == "kfctl":
                     kfctl_install(kc, app, figs)
                     log(f"run {i + 1}: kfctl {figs.kfctl.values[-1]:.1f}s, re-apply {figs.reapply.values[-1]:.1f}s")

@@ -134,17 +134,6 @@ def fresh_cluster(label: str) -> Iterator[str]:
         shutil.rmtree(state, ignore_errors=True)
 
 
-@contextlib.contextmanager
-def cert_manager_webhook_ca(kubeconfig: str) -> Iterator[None]:
-    """The e2e helper that plays cert-manager-webhook's own CA Secret; runs for both sides alike."""
-    if str(E2E) not in sys.path:
-        sys.path.insert(0, str(E2E))
-    from test_apply_support import CertManagerWebhookCA
-
-    with CertManagerWebhookCA(kubeconfig):
-        yield
-
-
 @dataclass
 class Samples:
     values: list[float] = field(default_factory=list)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
-from fakecluster import FakeCluster, obj
+from fakecluster import FakeCluster, available, obj
 
 from kfctl.engine import labels
 from kfctl.engine.apply import ApplyOptions, ApplyResult, Engine
@@ -286,3 +288,67 @@ def test_the_overall_timeout_stops_waiting_and_says_so(timeout: float) -> None:
     options = ApplyOptions(concurrency=2, wait_timeout=30, timeout=timeout, poll_interval=0.01)
     result, _ = run(cluster, [NS, obj("apps/v1", "Deployment", "web", "demo", spec={})], options=options)
     assert result.failed[0].message.startswith(f"not healthy within the overall --timeout of {timeout:g}s")
+
+
+def test_waiting_objects_of_one_kind_in_one_namespace_are_polled_with_one_list() -> None:
+    cluster = FakeCluster()
+    cluster.on_apply("Deployment", None)  # no status until the "controller" below catches up
+    names = [f"web{i}" for i in range(4)]
+    lists: list[tuple[str, str | None]] = []
+    real_list = cluster.list
+
+    def counting_list(api_version: str, kind: str, **kw: Any) -> list[Obj]:
+        lists.append((kind, kw.get("namespace")))
+        return real_list(api_version, kind, **kw)
+
+    cluster.list = counting_list  # type: ignore[method-assign]
+
+    def controller() -> None:
+        with cluster._lock:
+            for n in names:
+                available(cluster.objects[ObjectKey("apps", "Deployment", "demo", n)])
+
+    timer = threading.Timer(0.3, controller)
+    timer.start()
+    try:
+        deployments = [obj("apps/v1", "Deployment", n, "demo", spec={"replicas": 1}) for n in names]
+        result, log = run(cluster, [NS, *deployments])
+    finally:
+        timer.cancel()
+    assert result.ok
+    assert sorted(e.subject for e in log.of("Healthy") if "Deployment" in e.subject) == [
+        f"Deployment.apps demo/{n}" for n in names
+    ]
+    assert ("Deployment", "demo") in lists
+
+
+@pytest.mark.parametrize(
+    ("managed", "created", "expected"),
+    [
+        pytest.param([{"manager": "kfctl", "time": "2026-01-01T00:00:01Z"}], "2026-01-01T00:00:00Z", True, id="new"),
+        pytest.param([{"manager": "kfctl", "time": "2026-01-01T01:00:00Z"}], "2026-01-01T00:00:00Z", False, id="old"),
+        pytest.param(
+            [{"manager": "kubectl", "time": "2026-01-01T00:00:00Z"}, {"manager": "kfctl"}],
+            "2026-01-01T00:00:00Z",
+            False,
+            id="someone-elses",
+        ),
+        pytest.param([], "2026-01-01T00:00:00Z", True, id="no-managed-fields"),
+    ],
+)
+def test_an_object_missing_from_the_labelled_list_is_created_only_if_kfctl_alone_made_it_just_now(
+    managed: list[dict[str, str]], created: str, expected: bool
+) -> None:
+    from kfctl.engine.apply import _created_by
+
+    assert _created_by({"metadata": {"creationTimestamp": created, "managedFields": managed}}) is expected
+
+
+def test_a_fresh_apply_reads_live_objects_with_one_labelled_list_per_kind_not_a_get_each() -> None:
+    cluster = FakeCluster()
+    cms = [obj("v1", "ConfigMap", f"c{i}", "demo") for i in range(5)]
+    run(cluster, [NS, *cms])
+    gets = cluster.stats.by_method["GET"]
+    assert gets < len(cms)
+    result, _ = run(cluster, [NS, *cms])
+    assert len(result.unchanged) == 6 and cluster.stats.writes == 6  # the first run only

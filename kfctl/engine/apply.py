@@ -15,18 +15,20 @@ an apply slot freed — never by scanning every step on every turn.
 from __future__ import annotations
 
 import heapq
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Literal
+from datetime import datetime
+from typing import Literal, cast
 
 from kfctl.engine import labels
 from kfctl.engine.events import Event, EventType, Reporter
 from kfctl.engine.probe import backend_health, object_health, workload_problems
 from kfctl.engine.retry import Classified, backoff, classify
 from kfctl.health.model import Health, progressing, ready
-from kfctl.k8s.api import ApiError, Cluster
+from kfctl.k8s.api import FIELD_MANAGER, ApiError, Cluster, Resource
 from kfctl.objects import Obj, ObjectKey
 from kfctl.plan.graph import Plan, Step, topological_order
 
@@ -113,6 +115,55 @@ class _Run:
             heapq.heappush(self.candidates, i)
 
 
+COALESCE_SECONDS = 0.25
+BATCH_MIN = 3  # due checks of one kind in one namespace that are cheaper as one LIST than as GETs
+NOT_BATCHED = frozenset({"CustomResourceDefinition"})  # large objects; a LIST would return them all
+
+
+def _created_by(out: Obj) -> bool:
+    """Whether this apply created the object: kfctl is its only field manager, since its creation.
+
+    The server stamps creationTimestamp and the manager's time separately (second resolution), so they
+    may straddle a second boundary: allow a little.
+    """
+    meta = out.get("metadata") or {}
+    fields = meta.get("managedFields") or []
+    if not fields:
+        return True
+    if len(fields) != 1 or fields[0].get("manager") != FIELD_MANAGER:
+        return False
+    created, touched = _stamp(meta.get("creationTimestamp")), _stamp(fields[0].get("time"))
+    return created is None or touched is None or abs(touched - created) <= 2.0
+
+
+def _stamp(value: object) -> float | None:
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _batches(due: list[_Track]) -> list[list[_Track]]:
+    """Group due checks: objects of one namespaced kind in one namespace together, the rest alone."""
+    groups: dict[tuple[str, str, str], list[_Track]] = {}
+    out: list[list[_Track]] = []
+    for t in due:
+        step = t.step
+        if step.kind != "object" or step.key is None or step.obj is None or not step.key.namespace:
+            out.append([t])
+            continue
+        if step.key.kind in NOT_BATCHED:
+            out.append([t])
+            continue
+        groups.setdefault((str(step.obj.get("apiVersion")), step.key.kind, step.key.namespace), []).append(t)
+    for group in groups.values():
+        if len(group) >= BATCH_MIN:
+            out.append(group)
+        else:
+            out += [[t] for t in group]
+    return out
+
+
 class Engine:
     def __init__(
         self,
@@ -143,6 +194,10 @@ class Engine:
                 dependents[e.dependency].append(sid)
         r = _Run(order, tracks, {sid: i for i, sid in enumerate(order)}, dependents, len(order))
         self._run = r
+        self._batch_members: dict[Future[object], list[str]] = {}
+        self._snapshots: dict[tuple[str, str], dict[tuple[str, str], Obj] | None] = {}
+        self._snapshot_locks: dict[tuple[str, str], threading.Lock] = {}
+        self._snapshot_lock = threading.Lock()
         for sid in order:
             r.consider(sid)
         result = ApplyResult()
@@ -158,7 +213,10 @@ class Engine:
                 while r.retries and r.retries[0][0] <= now:
                     r.consider(order[heapq.heappop(r.retries)[1]])
                 self._start_candidates(plan, now, futures, pool, result, stop=denied)
-                while r.checks and r.checks[0][0] <= now:
+                due: list[_Track] = []
+                # Checks due soon are taken along with the due ones, so that more of them share a LIST.
+                horizon = now + COALESCE_SECONDS if r.checks and r.checks[0][0] <= now else now
+                while r.checks and r.checks[0][0] <= horizon:
                     t = tracks[order[heapq.heappop(r.checks)[1]]]
                     if t.state != "waiting" or t.checking:
                         continue
@@ -166,12 +224,19 @@ class Engine:
                         self._fail(plan, tracks, t, result, self._timeout_message(t))
                         continue
                     t.checking = True
-                    futures[pool.submit(self._check, t.step)] = (t.step.id, "check")
+                    due.append(t)
+                for group in _batches(due):
+                    if len(group) == 1:
+                        futures[pool.submit(self._check, group[0].step)] = (group[0].step.id, "check")
+                    else:
+                        batch = cast("Future[object]", pool.submit(self._check_many, [t.step for t in group]))
+                        futures[batch] = (group[0].step.id, "batch")
+                        self._batch_members[batch] = [t.step.id for t in group]
                 if not r.remaining:
                     break
                 if not futures:
-                    due = [q[0][0] for q in (r.retries, r.checks) if q]
-                    self.sleep(min(0.05, max(0.0, min(due) - now)) if due else 0.05)
+                    next_due = [q[0][0] for q in (r.retries, r.checks) if q]
+                    self.sleep(min(0.05, max(0.0, min(next_due) - now)) if next_due else 0.05)
                     continue
                 done, _ = wait(list(futures), timeout=0.2, return_when=FIRST_COMPLETED)
                 for fut in done:
@@ -180,6 +245,8 @@ class Engine:
                     if what == "apply":
                         r.applying -= 1
                         denied = self._after_apply(plan, tracks, t, fut, result) or denied
+                    elif what == "batch":
+                        self._after_check_many(plan, tracks, self._batch_members.pop(fut), fut, result)
                     else:
                         self._after_check(plan, tracks, t, fut, result)
                 if denied and not any(what == "apply" for _, what in futures.values()):
@@ -281,8 +348,9 @@ class Engine:
         """Runs in a worker: skip when the live object carries the same content hash, else SSA."""
         desired = self.prepare(step)
         assert step.key is not None
+        key = step.key
         res = self.cluster.resource(str(desired["apiVersion"]), str(desired["kind"]))
-        live = self.cluster.get(res.api_version, step.key.kind, namespace=step.key.namespace, name=step.key.name)
+        live, known = self._live_before(res, key, desired)
         same = live is not None and labels.applied_hash(live) == labels.desired_hash(desired)
         if live is not None and same and not (live.get("metadata") or {}).get("deletionTimestamp"):
             return _ApplyOutcome("unchanged", live, self._judge_now(step, live))
@@ -290,23 +358,63 @@ class Engine:
             out = self.cluster.apply(desired)
         except ApiError as e:
             c = classify(e)
-            if c.verdict != "immutable" or not self.options.recreate_immutable or live is None:
+            if c.verdict != "immutable" or not self.options.recreate_immutable:
+                raise
+            if not known:  # not one of ours by label: read it for its UID
+                live = self.cluster.get(res.api_version, key.kind, namespace=key.namespace, name=key.name)
+            if live is None:
                 raise
             uid = (live.get("metadata") or {}).get("uid")
-            self.cluster.delete(
-                res.api_version, step.key.kind, namespace=step.key.namespace, name=step.key.name, uid=uid
-            )
+            self.cluster.delete(res.api_version, key.kind, namespace=key.namespace, name=key.name, uid=uid)
             deadline = time.monotonic() + self.options.wait_timeout
-            while (
-                self.cluster.get(res.api_version, step.key.kind, namespace=step.key.namespace, name=step.key.name)
-                is not None
-            ):
+            while self.cluster.get(res.api_version, key.kind, namespace=key.namespace, name=key.name) is not None:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.5)
             out = self.cluster.apply(desired)
             return _ApplyOutcome("recreated", out, self._judge_now(step, out))
-        return _ApplyOutcome("configured" if live is not None else "created", out, self._judge_now(step, out))
+        existed = live is not None if known else not _created_by(out)
+        return _ApplyOutcome("configured" if existed else "created", out, self._judge_now(step, out))
+
+    def _live_before(self, res: Resource, key: ObjectKey, desired: Obj) -> tuple[Obj | None, bool]:
+        """The live object before applying, and whether that answer is exact.
+
+        Objects kfctl applied carry the applyset label, so one labelled LIST per kind (made by the first
+        worker that needs it) answers for all of that kind: a fresh install sends no per-object GET, and a
+        re-apply finds every hash in it. An object missing from the list is not ours (it may still exist,
+        unlabelled): it is applied, and created-or-configured is read from the response. Where the LIST is
+        not allowed (RBAC), each object is read with a GET, exact as before.
+        """
+        part_of = ((desired.get("metadata") or {}).get("labels") or {}).get(labels.PART_OF)
+        if not part_of:
+            return self.cluster.get(res.api_version, key.kind, namespace=key.namespace, name=key.name), True
+        snapshot = self._snapshot(res, key.kind, str(part_of))
+        if snapshot is None:
+            return self.cluster.get(res.api_version, key.kind, namespace=key.namespace, name=key.name), True
+        with self._snapshot_lock:
+            found = snapshot.pop((key.namespace if res.namespaced else "", key.name), None)
+        return found, found is not None
+
+    def _snapshot(self, res: Resource, kind: str, part_of: str) -> dict[tuple[str, str], Obj] | None:
+        with self._snapshot_lock:
+            lock = self._snapshot_locks.setdefault((res.api_version, kind), threading.Lock())
+        with lock:
+            if (res.api_version, kind) in self._snapshots:
+                return self._snapshots[(res.api_version, kind)]
+            try:
+                items = self.cluster.list(res.api_version, kind, label_selector=f"{labels.PART_OF}={part_of}")
+            except ApiError as e:
+                if e.status not in (401, 403, 405):
+                    raise
+                self._snapshots[(res.api_version, kind)] = None  # not allowed: GET each object instead
+                return None
+            snap: dict[tuple[str, str], Obj] = {}
+            for item in items:
+                meta = item.get("metadata") or {}
+                meta.pop("managedFields", None)  # the bulk of a listed object, and never read here
+                snap[(str(meta.get("namespace") or ""), str(meta.get("name")))] = item
+            self._snapshots[(res.api_version, kind)] = snap
+            return snap
 
     def _judge_now(self, step: Step, live: Obj) -> Health | None:
         """The first health verdict, on the object the server just returned: saves one GET per object."""
@@ -407,6 +515,42 @@ class Engine:
         if h.ready:
             self._served(step)
         return h
+
+    def _check_many(self, steps: list[Step]) -> dict[str, Health]:
+        """Objects of one kind in one namespace, judged from a single LIST instead of a GET each."""
+        first = steps[0]
+        assert first.key is not None and first.obj is not None
+        res = self.cluster.resource(str(first.obj["apiVersion"]), first.key.kind)
+        items = self.cluster.list(res.api_version, first.key.kind, namespace=first.key.namespace)
+        by_name = {str((o.get("metadata") or {}).get("name")): o for o in items}
+        out: dict[str, Health] = {}
+        for step in steps:
+            assert step.key is not None
+            live = by_name.get(step.key.name)
+            out[step.id] = (
+                object_health(self.cluster, live) if live else progressing("not found (deleted by someone else?)")
+            )
+        return out
+
+    def _after_check_many(
+        self, plan: Plan, tracks: dict[str, _Track], sids: list[str], fut: Future[object], result: ApplyResult
+    ) -> None:
+        err = fut.exception()
+        verdicts = {} if err is not None else fut.result()
+        assert isinstance(verdicts, dict)
+        for sid in sids:
+            t = tracks[sid]
+            t.checking = False
+            if t.state != "waiting":
+                continue
+            if err is not None:
+                c = classify(err)
+                if c.verdict != "transient":
+                    self._fail(plan, tracks, t, result, c.message)
+                    continue
+                self._judge(plan, tracks, t, progressing(c.message), result)
+            else:
+                self._judge(plan, tracks, t, verdicts[sid], result)
 
     def _after_check(
         self, plan: Plan, tracks: dict[str, _Track], t: _Track, fut: Future[object], result: ApplyResult
