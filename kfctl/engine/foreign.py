@@ -1,8 +1,9 @@
-"""What a namespace holds that kfctl did not apply: the objects that keep it from being deleted.
+"""What a namespace or a CRD holds that kfctl did not apply: the objects that keep it from being deleted.
 
-Deleting a Namespace deletes everything in it, so prune and delete first look inside: an object that does
-not carry our ApplySet label is the user's (or another kfctl app's) and keeps the namespace, unless it is
-one Kubernetes or a controller made by itself. This module only reads; it never deletes.
+Deleting a Namespace deletes everything in it, and deleting a CRD deletes every object of its kind in every
+namespace, so prune and delete first look inside: an object that does not carry our ApplySet label is the
+user's (or another kfctl app's) and keeps the namespace or CRD, unless it is one Kubernetes or a controller
+made by itself. This module only reads; it never deletes.
 """
 
 from __future__ import annotations
@@ -129,3 +130,31 @@ def namespace_contents(
             if problem:
                 unreadable.append(problem)
     return Contents(tuple(sorted(foreign, key=lambda f: f.key)), tuple(sorted(unreadable)))
+
+
+def custom_resources_left(cluster: Cluster, crd_name: str, *, applyset_id: str) -> list[ObjectKey]:
+    """Objects of the CRD's kind, in any namespace, that are neither ours nor automatic."""
+    crd = cluster.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", namespace="", name=crd_name)
+    if crd is None:
+        return []
+    spec = crd.get("spec") or {}
+    group, kind = str(spec.get("group", "")), str((spec.get("names") or {}).get("kind", ""))
+    versions = [v for v in spec.get("versions") or [] if v.get("served")]
+    version = next((v["name"] for v in versions if v.get("storage")), versions[0]["name"] if versions else "")
+    if not (group and kind and version):
+        return []
+    try:
+        items = cluster.list(f"{group}/{version}", kind)
+    except NoKindMatch:
+        return []  # not served (any more): nothing of it can be lost
+    except ApiError as e:
+        if e.status in (404, 405):
+            return []
+        raise
+    left = []
+    for item in items:
+        if labels.owned_by(item, applyset_id) or automatic(item, group):
+            continue
+        meta = item.get("metadata") or {}
+        left.append(ObjectKey(group, kind, str(meta.get("namespace") or ""), str(meta.get("name", ""))))
+    return sorted(left)

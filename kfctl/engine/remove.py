@@ -19,7 +19,7 @@ from typing import Literal, TypeVar
 
 from kfctl.engine import labels
 from kfctl.engine.events import Event, EventType, Reporter
-from kfctl.engine.foreign import namespace_contents
+from kfctl.engine.foreign import SHOWN, custom_resources_left, namespace_contents
 from kfctl.engine.inventory import Member
 from kfctl.engine.retry import backoff, classify
 from kfctl.health.registry import BUILTIN_GROUPS
@@ -217,8 +217,20 @@ def _protected(ctx: _Context, key: ObjectKey) -> str:
             )
             if contents.keeps:
                 return f"{contents.describe()}; kept without {options.force_flag}"
-    if gk == ("apiextensions.k8s.io", "CustomResourceDefinition") and not options.crds:
-        return "CRDs are kept (deleting one deletes every object of its kind); use --prune-crds"
+    if gk == ("apiextensions.k8s.io", "CustomResourceDefinition"):
+        if not options.crds:
+            return "CRDs are kept (deleting one deletes every object of its kind); use --prune-crds"
+        # Our custom resources went in an earlier phase; what is left of the kind is a user's (a notebook, an
+        # experiment, an InferenceService) or another app's, and deleting the CRD would delete it everywhere.
+        left = ctx.call(lambda: custom_resources_left(cluster, key.name, applyset_id=ctx.applyset_id))
+        if left:
+            names = ", ".join(str(k) for k in left[:SHOWN]) + (
+                f" and {len(left) - SHOWN} more" if len(left) > SHOWN else ""
+            )
+            return (
+                f"{len(left)} object(s) of its kind that kfctl did not apply still exist: {names}; deleting the CRD "
+                "would delete them in every namespace, so delete them first and re-run"
+            )
     if gk in rules.STORAGE_KINDS and not options.storage:
         return f"storage is kept without {options.storage_flag}"
     return ""
