@@ -314,3 +314,18 @@ def test_loader_never_writes_the_file(tmp_path: Path, catalog: Catalog) -> None:
     load_kfdef(path, catalog)
     assert path.read_text() == text
     assert path.stat().st_mtime_ns == before
+
+
+def test_readme_kfdef_example_loads(real_catalog: Catalog) -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    example = readme.split("## The KfDef", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    k = parse_kfdef(example, path=Path("demo/kfdef.yaml"), catalog=real_catalog)
+    got = {a.name: (a.repo.name, a.path, a.component, a.overlays, a.parameters, a.depends_on) for a in k.applications}
+    assert (k.name, k.namespace, k.platform) == ("demo", "kubeflow", "aws")
+    assert got == {
+        "common": ("manifests", "manifests/common", "common", (), {}, ()),
+        "cert-manager": ("manifests", "manifests/cert-manager", "cert-manager", (), {}, ()),
+        "training-operator": ("manifests", "manifests/training-operator", "training-operator", (), {}, ()),
+        "katib": ("manifests", "manifests/katib", "katib", ("ha",), {"dbPvcSize": "20Gi"}, ()),
+        "my-app": ("mine", "apps/my-app", None, (), {}, ("katib",)),
+    }
