@@ -1,7 +1,8 @@
 """The real catalog rendered through the real kustomize: every platform, every component, every parameter.
 
-These are component tests (no cluster). The server-side validation of the same objects against a real API
-server lives in e2e/test_catalog_dry_run.py.
+These are component tests (no cluster). Built-in kinds are validated against the Kubernetes 1.32 OpenAPI
+schema (kubernetes-validate, strict: unknown fields are errors); the server-side validation of the same
+objects, custom resources included, against a real API server lives in e2e/test_catalog_dry_run.py.
 """
 
 from __future__ import annotations
@@ -83,6 +84,32 @@ def test_every_platform_renders_and_kustomize_reproduces_it_elsewhere(
         for container in pod_containers(obj):
             image = container["image"]
             assert ":" in image.rsplit("/", 1)[-1] and not image.endswith(":latest"), f"{image} is not pinned"
+
+
+KUBERNETES_SCHEMA_VERSION = "1.32.0"
+
+
+@pytest.mark.parametrize("platform", ["kind", "gcp", "aws", "azure", "generic"])
+def test_every_built_in_object_validates_against_the_kubernetes_1_32_schema(
+    tmp_path: Path, real_catalog: Catalog, platform: str
+) -> None:
+    import kubernetes_validate
+    from kubernetes_validate.utils import SchemaNotFoundError, ValidationError
+
+    app = make_app(tmp_path, real_catalog, platform=platform, components=supported(real_catalog, platform))
+    generate(load_kfdef(app / "kfdef.yaml", real_catalog), real_catalog)
+    checked, problems, custom = 0, [], set()
+    for app_name, obj in rendered(app):
+        try:
+            kubernetes_validate.validate(obj, KUBERNETES_SCHEMA_VERSION, strict=True)
+            checked += 1
+        except SchemaNotFoundError:
+            custom.add(obj["apiVersion"].split("/")[0])  # a custom resource: its CRD's schema checks it (e2e)
+        except ValidationError as e:
+            problems.append(f"{app_name}: {obj['kind']} {obj['metadata'].get('name')}: {e}")
+    assert problems == []
+    assert checked > 150
+    assert all("." in group for group in custom), custom  # only CRD groups may lack a built-in schema
 
 
 def pod_containers(obj: dict[str, Any]) -> list[dict[str, Any]]:
