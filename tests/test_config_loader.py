@@ -272,6 +272,28 @@ BAD = [
         ],
         id="shape-errors",
     ),
+    pytest.param(
+        kfdef(
+            """\
+            repos:
+              - {name: mine, uri: ./mine}
+            applications:
+              - {name: up, kustomizeConfig: {repoRef: {name: mine, path: "apps/../../../etc"}}}
+              - {name: abs, kustomizeConfig: {repoRef: {name: mine, path: /etc}}}
+              - {name: dots, kustomizeConfig: {repoRef: {name: mine, path: ..}}}
+              - {name: ok, kustomizeConfig: {repoRef: {name: mine, path: apps/a..b/./x/}}}
+            """
+        ),
+        [
+            "kfdef.yaml:9:58 spec.applications[0].kustomizeConfig.repoRef.path: "
+            'path "apps/../../../etc" must be relative and stay inside the repo (no leading "/", no "..")',
+            "kfdef.yaml:10:59 spec.applications[1].kustomizeConfig.repoRef.path: "
+            'path "/etc" must be relative and stay inside the repo (no leading "/", no "..")',
+            "kfdef.yaml:11:60 spec.applications[2].kustomizeConfig.repoRef.path: "
+            'path ".." must be relative and stay inside the repo (no leading "/", no "..")',
+        ],
+        id="repo-path-leaving-the-repo",
+    ),
     pytest.param("- just\n- a list\n", ["kfdef.yaml:1:1 (document): a KfDef must be a mapping, got a list"], id="list"),
     pytest.param("a: [\n", None, id="syntax-error"),
     pytest.param("", None, id="empty"),

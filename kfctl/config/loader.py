@@ -380,6 +380,14 @@ class _Validator:
         self.keys(ref, REPOREF_KEYS, rpath)
         repo_name = self.string(ref, "name", rpath, required=True)
         repo_path = self.string(ref, "path", rpath) or ""
+        if repo_path.startswith("/") or ".." in repo_path.split("/"):
+            # Outside the repo the generated directory would no longer be self-contained (and could read
+            # anything on the machine): vendor/repos/<repo>/ holds the repo and nothing else.
+            self.p.add(
+                (*rpath, "path"),
+                f'path "{repo_path}" must be relative and stay inside the repo (no leading "/", no "..")',
+            )
+            return None, repo_path
         if repo_name is None:
             return None, repo_path
         if repo_name in repos:
