@@ -257,5 +257,8 @@ def test_repo_names_that_are_not_plain_names_are_refused(tmp_path: Path, catalog
     path = write_kfdef(app, "./x", "v1")
     path.write_text(KFDEF.format(uri="./x", ref="v1").replace("upstream", '"../../up"').replace("      ref: v1\n", ""))
     with pytest.raises(ConfigError) as info:
-        generate(load_kfdef(path, catalog), catalog)
-    assert info.value.message == (f'{path}: repo name "../../up" may only use letters, digits, ".", "_" and "-"')
+        load_kfdef(path, catalog)
+    assert info.value.details == [
+        f'{path}:8:7 spec.repos[0].name: repo name "../../up" may only use letters, digits, ".", "_" and "-" '
+        "(it names a directory)"
+    ]

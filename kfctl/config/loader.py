@@ -34,6 +34,7 @@ from kfctl.errors import ConfigError
 
 MAX_BYTES = 4 * 1024 * 1024
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_REPO_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # a directory name under vendor/repos/, .cache/repos/
 
 # Keys allowed at each level of the document. The comment says which ones are kfctl's own additions.
 TOP_KEYS = ("apiVersion", "kind", "metadata", "spec", "status")
@@ -261,6 +262,11 @@ class _Validator:
             ref = self.string(item, "ref", path)
             if sha is not None and not re.fullmatch(r"[0-9a-f]{64}", sha):
                 self.p.add((*path, "sha256"), "must be 64 lowercase hex digits")
+            if name is not None and not _REPO_NAME.match(name):
+                self.p.add(
+                    (*path, "name"),
+                    f'repo name "{name}" may only use letters, digits, ".", "_" and "-" (it names a directory)',
+                )
             if name is None or uri is None:
                 continue
             if name in repos:

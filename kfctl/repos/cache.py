@@ -14,7 +14,6 @@ This module never writes the KfDef, writes nothing outside the cache except the 
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -29,7 +28,6 @@ from kfctl.repos.lock import LockEntry, lock_path, read_lock, write_lock
 from kfctl.repos.source import Source, classify
 
 CACHE_DIR = (".cache", "repos")
-_REPO_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 OFFLINE_HINT = "run `kfctl generate` once without --offline (with network) to fill the cache and write the lock file"
 
 
@@ -67,11 +65,6 @@ def resolve_repos(kfdef: KfDef, *, offline: bool = False, refresh: bool = False)
     result = Resolution(lock_file=lock_file, had_lock=lock_file.exists())
     used = used_repos(kfdef)
     for repo in used:
-        if not _REPO_NAME.match(repo.name) or repo.name in (".", ".."):
-            raise ConfigError(
-                f'{kfdef.path}: repo name "{repo.name}" may only use letters, digits, ".", "_" and "-"',
-                hint="the name becomes a directory name under vendor/repos/ and .cache/repos/",
-            )
         source = classify(repo, kfdef.app_dir, kfdef_path=kfdef.path)
         app_paths = [a.path for a in kfdef.enabled_applications() if a.repo.name == repo.name]
         path, entry = _resolve(
