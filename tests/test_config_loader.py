@@ -257,7 +257,8 @@ BAD = [
         ),
         [
             'kfdef.yaml:6:3 spec.platform: unknown platform "openshift"; known: aws, generic, kind',
-            "kfdef.yaml:8:7 spec.applications[0].name: 'Common_1' must be a DNS label (lowercase letters, digits, '-')",
+            "kfdef.yaml:8:7 spec.applications[0].name: 'Common_1' must be a DNS label (lowercase letters, digits, '-', "
+            "at most 63)",
             'kfdef.yaml:8:7 spec.applications[0].name: unknown component "Common_1" (did you mean "common"?)',
             "kfdef.yaml:9:7 spec.applications[0].enabled: must be true or false, got a string",
         ],
@@ -293,6 +294,17 @@ BAD = [
             'path ".." must be relative and stay inside the repo (no leading "/", no "..")',
         ],
         id="repo-path-leaving-the-repo",
+    ),
+    pytest.param(
+        "apiVersion: kfdef.apps.kubeflow.org/v1\nkind: KfDef\nmetadata:\n  name: " + "a" * 64 + "\n"
+        "  namespace: Kube_Flow\nspec:\n  applications: [{name: common}]\n",
+        [
+            f"kfdef.yaml:4:3 metadata.name: '{'a' * 64}' must be a DNS label (lowercase letters, digits, '-', "
+            "at most 63)",
+            "kfdef.yaml:5:3 metadata.namespace: 'Kube_Flow' must be a DNS label (lowercase letters, digits, '-', "
+            "at most 63)",
+        ],
+        id="install-name-and-namespace",
     ),
     pytest.param("- just\n- a list\n", ["kfdef.yaml:1:1 (document): a KfDef must be a mapping, got a list"], id="list"),
     pytest.param("a: [\n", None, id="syntax-error"),

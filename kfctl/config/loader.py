@@ -24,6 +24,8 @@ from kfctl.config.located import Path as FieldPath
 from kfctl.config.model import (
     API_GROUP,
     BUILTIN_REPO,
+    DNS_LABEL,
+    DNS_LABEL_RULE,
     SUPPORTED_VERSIONS,
     Application,
     KfDef,
@@ -33,7 +35,6 @@ from kfctl.config.model import (
 from kfctl.errors import ConfigError
 
 MAX_BYTES = 4 * 1024 * 1024
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _REPO_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # a directory name under vendor/repos/, .cache/repos/
 
 # Keys allowed at each level of the document. The comment says which ones are kfctl's own additions.
@@ -212,9 +213,11 @@ class _Validator:
         else:
             self.keys(meta, METADATA_KEYS, ("metadata",))
         name = self.string(meta, "name", ("metadata",), required=isinstance(doc.get("metadata"), dict)) or ""
-        if name and not _DNS_LABEL.match(name):
-            self.p.add(("metadata", "name"), f"{name!r} must be a DNS label (lowercase letters, digits, '-')")
+        if name and not DNS_LABEL.match(name):
+            self.p.add(("metadata", "name"), f"{name!r} must be {DNS_LABEL_RULE}")
         namespace = self.string(meta, "namespace", ("metadata",)) or "kubeflow"
+        if not DNS_LABEL.match(namespace):
+            self.p.add(("metadata", "namespace"), f"{namespace!r} must be {DNS_LABEL_RULE}")
         spec = self.mapping(doc, "spec", ()) or {}
         if "spec" not in doc:
             self.p.add((), "spec is required (spec.applications lists what to install)")
@@ -319,8 +322,8 @@ class _Validator:
             name = self.string(item, "name", path, required=True)
             if name is None:
                 continue
-            if not _DNS_LABEL.match(name):
-                self.p.add((*path, "name"), f"{name!r} must be a DNS label (lowercase letters, digits, '-')")
+            if not DNS_LABEL.match(name):
+                self.p.add((*path, "name"), f"{name!r} must be {DNS_LABEL_RULE}")
             if name in seen:
                 first = self.p.doc.at(seen[name])
                 self.p.add((*path, "name"), f'application "{name}" is defined twice (first at line {first.line})')

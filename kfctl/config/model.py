@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,10 @@ from typing import Any
 BUILTIN_URI = "kfctl://catalog"
 API_GROUP = "kfdef.apps.kubeflow.org"
 SUPPORTED_VERSIONS = ("v1", "v1beta1")
+# metadata.name, metadata.namespace and application names: they become label values, namespace and
+# directory names, so an RFC 1123 label (Kubernetes' rule for namespaces).
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+DNS_LABEL_RULE = "a DNS label (lowercase letters, digits, '-', at most 63)"
 
 
 @dataclass(frozen=True)
