@@ -133,6 +133,33 @@ def test_generate_without_kfdef_says_how_to_start(tmp_path: Path, capsys: pytest
     )
 
 
+@pytest.mark.parametrize(
+    ("dirname", "name"),
+    [
+        pytest.param("demo", "demo", id="plain"),
+        pytest.param("My Demo_App", "my-demo-app", id="spaces-and-underscores"),
+        pytest.param("Démo", "d-mo", id="non-ascii-letter"),
+        pytest.param("ÉÉ", "kubeflow", id="nothing-left"),
+        pytest.param("x" * 70, "x" * 63, id="too-long"),
+    ],
+)
+def test_init_derives_a_name_its_own_loader_accepts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], real_catalog: Catalog, dirname: str, name: str
+) -> None:
+    app = tmp_path / dirname
+    assert run(capsys, "init", str(app), "--platform", "kind")[0] == 0
+    assert load_kfdef(app / "kfdef.yaml", real_catalog).name == name
+
+
+def test_init_refuses_a_namespace_that_is_not_a_dns_label(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "init", str(tmp_path / "a"), "-p", "kind", "-n", "a: b")
+    assert (code, out) == (2, "")
+    assert err == (
+        "Error (usage error): --namespace 'a: b' must be a DNS label (lowercase letters, digits, '-', at most 63)\n"
+    )
+    assert not (tmp_path / "a").exists()
+
+
 def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, _, err = run(capsys, "init", str(tmp_path), "--platform", "openshift")
     assert code == 2

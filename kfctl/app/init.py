@@ -12,7 +12,7 @@ from pathlib import Path
 
 from kfctl.catalog.model import REMOVED_COMPONENTS, Catalog, first_sentence
 from kfctl.config.loader import did_you_mean
-from kfctl.config.model import BUILTIN_REPO
+from kfctl.config.model import BUILTIN_REPO, DNS_LABEL, DNS_LABEL_RULE
 from kfctl.errors import ConfigError, UsageError
 from kfctl.fsutil import write_atomic
 
@@ -160,6 +160,8 @@ def init_app(
             f'unknown platform "{platform}"{did_you_mean(platform, catalog.platforms)}; '
             f"known: {', '.join(sorted(catalog.platforms))}"
         )
+    if not DNS_LABEL.match(namespace):
+        raise UsageError(f"--namespace {namespace!r} must be {DNS_LABEL_RULE}")
     if app_dir.exists() and not app_dir.is_dir():
         raise UsageError(f"{app_dir}: exists and is not a directory")
     target = app_dir / KFDEF_FILE
@@ -185,7 +187,8 @@ def init_app(
 def _app_name(app_dir: Path) -> str:
     """A DNS label from the directory name ("My Demo" → "my-demo"), "kubeflow" when nothing is left."""
     raw = app_dir.resolve().name.lower()
-    cleaned = "".join(c if c.isalnum() else "-" for c in raw).strip("-")
+    # ASCII only: str.isalnum() accepts "é", which no DNS label may hold.
+    cleaned = "".join(c if c.isascii() and c.isalnum() else "-" for c in raw).strip("-")
     while "--" in cleaned:
         cleaned = cleaned.replace("--", "-")
     return cleaned[:63].strip("-") or "kubeflow"
