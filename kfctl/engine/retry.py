@@ -1,7 +1,8 @@
 """Which API failures are worth retrying, and how long to wait before the next try.
 
 Transient: 429 (honouring Retry-After), 5xx, connection errors, "failed calling webhook", "no endpoints
-available", a kind not (yet) served after a mapping refresh, a namespace being terminated. Everything else
+available", a kind not (yet) served after a mapping refresh (or a 404 for it), a namespace being terminated
+or not there yet. Everything else
 — schema errors (422), RBAC (403), webhook *denials* — fails at once: retrying cannot help.
 """
 
@@ -51,8 +52,11 @@ def classify(err: BaseException) -> Classified:
         return Classified("transient", f"throttled: {text}", retry_after=err.retry_after)
     if any(t in text for t in _TRANSIENT_TEXT) or err.status >= 500 or err.status == 409:
         return Classified("transient", text, retry_after=err.retry_after)
-    if err.status == 404 and "namespaces" in text:
-        return Classified("transient", text)  # its namespace is not there yet (created by someone else)
+    if err.status == 404:
+        # Apply creates what is missing, so a 404 means the place is not there yet: its namespace (made by
+        # someone else), or a kind whose CRD was just Established but whose handler the API server has not
+        # started ("the server could not find the requested resource").
+        return Classified("transient", text)
     if err.status == 422 and "immutable" in text:
         fields = tuple(str(c.get("field")) for c in err.causes if "immutable" in str(c.get("message", "")))
         return Classified("immutable", text, fields=fields or ("?",))
