@@ -31,8 +31,8 @@ def identify(cluster: Cluster) -> str:
     except Unreachable as e:
         raise unreachable(cluster, e) from e
     except ApiError as e:
-        if e.status == 401:
-            raise ApiDeniedError(
+        if e.status == 401:  # authentication, not a denial: exit 6, as the README's table says
+            raise ClusterError(
                 f"the API server at {cluster.info.server} refused our credentials: {e.message}",
                 hint=f"check the user of context {cluster.info.context!r} in {cluster.info.kubeconfig}",
             ) from e
@@ -51,7 +51,8 @@ def identify(cluster: Cluster) -> str:
 @contextmanager
 def talking_to(cluster: Cluster, doing: str) -> Iterator[None]:
     """Turn a failure of the API conversation while ``doing`` something into kfctl's errors: a lost
-    connection is a cluster error (exit 6), a refusal names what was refused (exit 7), never a traceback."""
+    connection or rejected credentials is a cluster error (exit 6), a refusal names what was refused
+    (exit 7), never a traceback."""
     try:
         yield
     except Unreachable as e:
@@ -73,7 +74,7 @@ def api_failure(cluster: Cluster, err: ApiError, doing: str) -> ClusterError:
             "with more rights",
         )
     if err.status == 401:
-        return ApiDeniedError(
+        return ClusterError(
             f"the API server at {cluster.info.server} refused our credentials while {doing}: {err.message}",
             hint=f"check the user of context {cluster.info.context!r} in {cluster.info.kubeconfig}",
         )
