@@ -115,6 +115,16 @@ def test_a_webhook_denial_fails_fast_quoting_the_server_and_stops_the_run() -> N
     assert [b.subject for b in result.blocked] == ["ConfigMap demo/b"]
 
 
+@pytest.mark.parametrize(
+    "bug", [pytest.param(KeyError("spec"), id="KeyError"), pytest.param(TypeError("int() of None"), id="TypeError")]
+)
+def test_a_bug_in_a_worker_is_raised_not_reported_as_a_denial_or_a_health_failure(bug: Exception) -> None:
+    cluster = FakeCluster()
+    cluster.fail(ObjectKey("", "ConfigMap", "demo", "a"), bug)
+    with pytest.raises(type(bug)):
+        run(cluster, [NS, obj("v1", "ConfigMap", "a", "demo")])
+
+
 def test_an_immutable_field_change_names_the_field_and_needs_opt_in() -> None:
     cluster = FakeCluster()
     run(cluster, [NS, obj("v1", "ConfigMap", "c", "demo", data={"a": "1"})])

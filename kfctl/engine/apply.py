@@ -28,7 +28,7 @@ from kfctl.engine.events import Event, EventType, Reporter
 from kfctl.engine.probe import backend_health, object_health, workload_problems
 from kfctl.engine.retry import Classified, backoff, classify
 from kfctl.health.model import Health, progressing, ready
-from kfctl.k8s.api import FIELD_MANAGER, ApiError, Cluster, Resource
+from kfctl.k8s.api import FIELD_MANAGER, ApiError, Cluster, NoKindMatch, Resource, Unreachable
 from kfctl.objects import Obj, ObjectKey
 from kfctl.plan.graph import Plan, Step, topological_order
 
@@ -141,6 +141,15 @@ def _stamp(value: object) -> float | None:
         return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
+
+
+def _api_failure(fut: Future[object]) -> BaseException | None:
+    """The API failure a worker met, if any. Anything else is a bug in kfctl: raised, so that the CLI says
+    so (exit 1) instead of reporting it as the API server's denial or an object's health."""
+    err = fut.exception()
+    if err is not None and not isinstance(err, (ApiError, Unreachable, NoKindMatch)):
+        raise err
+    return err
 
 
 def _batches(due: list[_Track]) -> list[list[_Track]]:
@@ -438,7 +447,7 @@ class Engine:
     ) -> bool:
         """Record an apply's outcome; True when the API server denied it (the run stops)."""
         sid = t.step.id
-        err = fut.exception()
+        err = _api_failure(fut)
         if err is not None:
             c = classify(err)
             return self._apply_error(plan, tracks, t, c, result)
@@ -535,7 +544,7 @@ class Engine:
     def _after_check_many(
         self, plan: Plan, tracks: dict[str, _Track], sids: list[str], fut: Future[object], result: ApplyResult
     ) -> None:
-        err = fut.exception()
+        err = _api_failure(fut)
         verdicts = {} if err is not None else fut.result()
         assert isinstance(verdicts, dict)
         for sid in sids:
@@ -556,7 +565,7 @@ class Engine:
         self, plan: Plan, tracks: dict[str, _Track], t: _Track, fut: Future[object], result: ApplyResult
     ) -> None:
         t.checking = False
-        err = fut.exception()
+        err = _api_failure(fut)
         if err is not None:
             c = classify(err)
             if c.verdict != "transient":
