@@ -210,3 +210,31 @@ def test_broken_user_kustomization_names_it_and_keeps_output(tmp_path: Path, cat
     assert all(".kfctl-tmp-" not in d for d in info.value.details)
     assert snapshot(app) == before
     assert not list(app.glob(".kfctl-tmp-*"))
+
+
+@pytest.mark.parametrize("interrupted_at", range(1, 7))
+def test_ctrl_c_between_the_renames_keeps_the_previous_output_whole(
+    tmp_path: Path, catalog: Catalog, monkeypatch: pytest.MonkeyPatch, interrupted_at: int
+) -> None:
+    import kfctl.app.generate as gen
+
+    app = tmp_path / "demo"
+    generate(load_kfdef(write_kfdef(app), catalog), catalog)
+    before = snapshot(app)
+    kfdef = load_kfdef(write_kfdef(app, gang="kube-batch"), catalog)  # a change: every rename happens
+    calls = 0
+    real_replace = gen.os.replace
+
+    def replace(src: Path, dst: Path) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == interrupted_at:
+            raise KeyboardInterrupt
+        real_replace(src, dst)
+
+    monkeypatch.setattr(gen.os, "replace", replace)
+    with pytest.raises(KeyboardInterrupt):
+        generate(kfdef, catalog)
+    monkeypatch.undo()
+    assert snapshot(app) == before
+    assert not list(app.glob(".kfctl-tmp-*"))

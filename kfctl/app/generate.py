@@ -208,13 +208,29 @@ def _differences(new_root: Path, old_root: Path) -> list[str]:
 
 
 def _swap_in(tmp: Path, app_dir: Path) -> None:
-    """Move the fresh output into place; the old output goes into the temp dir and is deleted with it."""
+    """Move the fresh output into place; the old output goes into the temp dir and is deleted with it.
+
+    Three directories cannot be renamed at once. If anything interrupts the renames (an error, Ctrl-C),
+    the ones already done are undone before re-raising, so the previous output is whole again instead
+    of being deleted with the temp dir.
+    """
     old = tmp / "old"
     old.mkdir()
-    for top in OUTPUT_DIRS:
-        current = app_dir / top
-        if current.exists():
-            os.replace(current, old / top)
-        fresh = tmp / top
-        if fresh.exists():
-            os.replace(fresh, current)
+    started: list[str] = []
+    try:
+        for top in OUTPUT_DIRS:
+            current = app_dir / top
+            started.append(top)
+            if current.exists():
+                os.replace(current, old / top)
+            fresh = tmp / top
+            if fresh.exists():
+                os.replace(fresh, current)
+    except BaseException:
+        for top in reversed(started):
+            current = app_dir / top
+            if not (tmp / top).exists() and current.exists():
+                os.replace(current, tmp / top)  # the fresh one, back where it is deleted
+            if (old / top).exists():
+                os.replace(old / top, current)
+        raise
