@@ -238,3 +238,43 @@ def test_ctrl_c_between_the_renames_keeps_the_previous_output_whole(
     monkeypatch.undo()
     assert snapshot(app) == before
     assert not list(app.glob(".kfctl-tmp-*"))
+
+
+def test_unwritable_app_dir_is_a_render_error_naming_it(
+    tmp_path: Path, catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import kfctl.app.generate as gen
+
+    app = tmp_path / "demo"
+    kfdef = load_kfdef(write_kfdef(app), catalog)
+
+    def mkdtemp(prefix: str, dir: Path | None) -> str:
+        raise PermissionError(13, "Permission denied", str(dir))
+
+    monkeypatch.setattr(gen.tempfile, "mkdtemp", mkdtemp)
+    with pytest.raises(RenderError) as info:
+        generate(kfdef, catalog)
+    assert info.value.message == f"{app}: cannot write the generated output (Permission denied: {app})"
+    assert info.value.hint == (
+        "make APPDIR writable and check the free disk space, then re-run; the previous output is unchanged"
+    )
+
+
+def test_check_writes_nothing_into_the_app_dir(
+    tmp_path: Path, catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import kfctl.app.generate as gen
+
+    app = tmp_path / "demo"
+    kfdef = load_kfdef(write_kfdef(app), catalog)
+    generate(kfdef, catalog)
+    real_mkdtemp = gen.tempfile.mkdtemp
+    used: list[object] = []
+
+    def mkdtemp(prefix: str, dir: Path | None) -> str:
+        used.append(dir)
+        return real_mkdtemp(prefix=prefix, dir=dir)
+
+    monkeypatch.setattr(gen.tempfile, "mkdtemp", mkdtemp)
+    assert generate(kfdef, catalog, check=True).changed == ()
+    assert used == [None]

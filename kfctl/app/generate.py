@@ -63,7 +63,12 @@ def generate(
     if offline:
         _refuse_remote_bases(kfdef, apps, repos.paths)
     lock_written = False
-    tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=app_dir))
+    try:
+        # --check writes nothing into APPDIR (a CI checkout may be read-only); a real run renders next to
+        # the output so that the final renames stay on one file system.
+        tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=None if check else app_dir))
+    except OSError as e:
+        raise _cannot_write(app_dir, e) from e
     try:
         count = _render_all(kfdef, catalog, apps, k, tmp, jobs=jobs, sources=repos.paths)
         changed = _differences(tmp, app_dir)
@@ -77,6 +82,8 @@ def generate(
         else:
             _swap_in(tmp, app_dir)
             lock_written = repos.write_lock()
+    except OSError as e:
+        raise _cannot_write(app_dir, e) from e
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return GenerateResult(
@@ -88,6 +95,14 @@ def generate(
         seconds=time.monotonic() - start,
         fetched=tuple(repos.fetched),
         lock_written=lock_written,
+    )
+
+
+def _cannot_write(app_dir: Path, e: OSError) -> RenderError:
+    where = f": {e.filename}" if e.filename else ""
+    return RenderError(
+        f"{app_dir}: cannot write the generated output ({e.strerror or e}{where})",
+        hint="make APPDIR writable and check the free disk space, then re-run; the previous output is unchanged",
     )
 
 
