@@ -30,6 +30,12 @@ CASES = [
         Health("ready", "no node matches its selector (0 scheduled)"),
         id="no-matching-node",
     ),
+    pytest.param(
+        "metadata: {generation: 2}\n"
+        "status: {observedGeneration: 1, desiredNumberScheduled: 0, updatedNumberScheduled: 0, numberAvailable: 0}",
+        Health("progressing", "waiting for the controller to observe generation 2 (seen 1)"),
+        id="stale-status-is-not-no-matching-node",
+    ),
 ]
 
 

@@ -30,6 +30,24 @@ CASES = [
         Health("ready", "2/2 ready"),
         id="ready",
     ),
+    pytest.param(
+        "spec: {replicas: 3, updateStrategy: {type: RollingUpdate, rollingUpdate: {partition: 2}}}\n"
+        "status: {readyReplicas: 3, updatedReplicas: 0, currentRevision: a, updateRevision: b}",
+        Health("progressing", "partitioned rolling update: 0/1 updated"),
+        id="partition-not-yet-updated",
+    ),
+    pytest.param(
+        "spec: {replicas: 3, updateStrategy: {type: RollingUpdate, rollingUpdate: {partition: 2}}}\n"
+        "status: {readyReplicas: 3, updatedReplicas: 1, currentRevision: a, updateRevision: b}",
+        Health("ready", "3/3 ready, 1 updated (partition 2)"),
+        id="partition-done-revisions-differ-on-purpose",
+    ),
+    pytest.param(
+        "metadata: {generation: 2}\nspec: {replicas: 2}\n"
+        "status: {observedGeneration: 1, readyReplicas: 2, currentRevision: a, updateRevision: a}",
+        Health("progressing", "waiting for the controller to observe generation 2 (seen 1)"),
+        id="stale-status",
+    ),
 ]
 
 
