@@ -85,6 +85,32 @@ GOOD = [
     pytest.param(
         kfdef(
             """\
+            applications:
+              - name: common
+              - name: training-operator
+                kustomizeConfig:
+                  parameters:
+                    - {name: gangSchedulerName, value: 1.10}
+                    - {name: replicas, value: 0x10}
+              - name: katib
+                enabled: false
+                kustomizeConfig:
+                  parameters: [{name: dbPassword, value: yes}]
+            """
+        ),
+        {
+            "platform": "generic",
+            "apps": {
+                "common": ("common", (), {}),
+                "training-operator": ("training-operator", (), {"gangSchedulerName": "1.10", "replicas": 16}),
+                "katib": ("katib", (), {"dbPassword": "yes"}),
+            },
+        },
+        id="string-parameters-keep-unquoted-text-as-written",
+    ),
+    pytest.param(
+        kfdef(
+            """\
             plugins:
               - kind: KfAwsPlugin
                 metadata: {name: aws}
@@ -363,3 +389,17 @@ def test_readme_kfdef_example_loads(real_catalog: Catalog) -> None:
         "katib": ("manifests", "manifests/katib", "katib", ("ha",), {"dbPvcSize": "20Gi"}, ()),
         "my-app": ("mine", "apps/my-app", None, (), {}, ("katib",)),
     }
+
+
+def test_platform_parameters_keep_unquoted_text_as_written(catalog: Catalog) -> None:
+    text = kfdef(
+        """\
+        plugins:
+          - kind: KfAwsPlugin
+            spec: {clusterName: 2024.10, region: no}
+        applications:
+          - name: common
+        """
+    )
+    k = parse_kfdef(text, path=Path("kfdef.yaml"), catalog=catalog)
+    assert k.platform_parameters == {"clusterName": "2024.10", "region": "no"}

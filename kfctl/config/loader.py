@@ -487,7 +487,7 @@ class _Validator:
             if "value" not in item:
                 self.p.add(path, f'parameter "{pname}" needs a value')
                 continue
-            ok, value = coerce(item["value"], spec)
+            ok, value = coerce(item["value"], spec, text=self.p.doc.plain_text.get((*path, "value")))
             if not ok:
                 self.p.add((*path, "value"), f'parameter "{pname}" must be {spec.type}, got {item["value"]!r}')
                 continue
@@ -527,7 +527,7 @@ class _Validator:
         values: dict[str, Any] = {}
         for pname, pspec in sorted(spec.parameters.items()):
             if pname in given and given[pname] not in (None, ""):
-                ok, value = coerce(given[pname], pspec)
+                ok, value = coerce(given[pname], pspec, text=self.p.doc.plain_text.get((*where, pname)))
                 if ok:
                     values[pname] = value
                 else:
@@ -541,8 +541,12 @@ class _Validator:
         return values
 
 
-def coerce(value: Any, spec: ParameterSpec) -> tuple[bool, Any]:
-    """Accept a value of the declared type, or a string that spells one (KfDef values are often quoted)."""
+def coerce(value: Any, spec: ParameterSpec, *, text: str | None = None) -> tuple[bool, Any]:
+    """Accept a value of the declared type, or a string that spells one (KfDef values are often quoted).
+
+    ``text`` is the unquoted source of a scalar YAML did not read as a string: a string parameter takes
+    it as written (``1.10`` stays "1.10", ``yes`` stays "yes").
+    """
     if spec.type == "integer":
         if isinstance(value, bool):
             return False, value
@@ -557,6 +561,8 @@ def coerce(value: Any, spec: ParameterSpec) -> tuple[bool, Any]:
         if isinstance(value, str) and value.strip().lower() in ("true", "false"):
             return True, value.strip().lower() == "true"
         return False, value
+    if text is not None and isinstance(value, (int, float, bool)):
+        return True, text
     if isinstance(value, (str, int, float)) and not isinstance(value, bool):
         return True, str(value)
     return False, value

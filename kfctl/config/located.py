@@ -28,6 +28,9 @@ class Located:
     value: Any
     positions: dict[Path, Position] = field(default_factory=dict)
     problems: list[tuple[Path, str]] = field(default_factory=list)
+    # The source text of unquoted scalars that YAML read as something other than a string (1.10, 010,
+    # yes, 1e3): a string-typed field wants what the user wrote, not float(1.10) printed back as "1.1".
+    plain_text: dict[Path, str] = field(default_factory=dict)
 
     def at(self, path: Path) -> Position:
         """The position of ``path``, or of its nearest ancestor that has one."""
@@ -79,7 +82,10 @@ def _convert(node: yaml.Node, path: Path, doc: Located, loader: yaml.SafeLoader)
         return out
     if isinstance(node, yaml.SequenceNode):
         return [_convert(item, (*path, i), doc, loader) for i, item in enumerate(node.value)]
-    return loader.construct_object(node, deep=True)
+    value = loader.construct_object(node, deep=True)
+    if isinstance(node, yaml.ScalarNode) and node.style is None and value is not None and not isinstance(value, str):
+        doc.plain_text[path] = node.value
+    return value
 
 
 def format_path(path: Path) -> str:
