@@ -193,3 +193,18 @@ def test_catalog_lists_components_and_shows_parameters(
         'Error (usage error): unknown component "katbi" (did you mean "katib"?)\n'
         "Hint: `kfctl catalog` lists the components\n"
     )
+
+
+def test_readme_exit_code_table_and_help_match_the_error_classes() -> None:
+    import re
+
+    from kfctl import errors
+    from kfctl.cli.main import HELP
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    table = readme.split("### Exit codes", 1)[1].split("\n\n", 2)[1]
+    documented = {int(code) for code in re.findall(r"^\| (\d+) \|", table, flags=re.M)}
+    classes = [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, errors.KfctlError)]
+    raised = {c.exit_code for c in classes}
+    assert documented == raised | {0, 2, errors.EXIT_NO_CHANGES}  # 2: click's usage errors too
+    assert {int(c) for c in re.findall(r"(\d+) [A-Za-z]", HELP.split("Exit codes:", 1)[1])} == documented
