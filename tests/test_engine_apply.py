@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -145,6 +146,39 @@ def test_an_immutable_field_change_names_the_field_and_needs_opt_in() -> None:
     result, log = run(cluster, [NS, obj("v1", "ConfigMap", "c", "demo", data={"a": "2"})], options=options)
     assert result.ok and [e.subject for e in log.of("Recreated")] == ["ConfigMap demo/c"]
     assert cluster.live(key)["metadata"]["uid"] != old_uid  # type: ignore[index]
+
+
+def test_ctrl_c_while_a_recreate_waits_for_the_old_object_to_go_ends_the_run_at_once() -> None:
+    cluster = FakeCluster()
+    run(cluster, [NS, obj("v1", "ConfigMap", "c", "demo", data={"a": "1"})])
+    key = ObjectKey("", "ConfigMap", "demo", "c")
+    cluster.fail(key, ApiError(422, "field is immutable", causes=[{"field": "data", "message": "field is immutable"}]))
+    deleted = threading.Event()
+
+    def delete_held_by_a_finalizer(*args: Any, **kwargs: Any) -> bool:
+        deleted.set()
+        return True  # accepted, but the object stays
+
+    cluster.delete = delete_held_by_a_finalizer  # type: ignore[method-assign]
+
+    def clock() -> float:  # the user presses Ctrl-C once the worker waits for the old object to go
+        if deleted.is_set():
+            raise KeyboardInterrupt
+        return time.monotonic()
+
+    options = ApplyOptions(concurrency=2, wait_timeout=60, timeout=120, poll_interval=0.01, recreate_immutable=True)
+    plan = build_plan([("app", [NS, obj("v1", "ConfigMap", "c", "demo", data={"a": "2"})])], depends_on={})
+    engine = Engine(
+        cluster,
+        EventLog(),
+        options=options,
+        prepare=lambda s: labels.prepare(s.obj or {}, applyset_id=APPSET, kfdef_name="test", application=s.app),
+        clock=clock,
+    )
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        engine.run(plan)
+    assert time.monotonic() - start < 5  # not the 60s wait timeout of the worker's loop
 
 
 def test_an_unschedulable_deployment_fails_at_its_wait_timeout_with_the_chain_behind_it() -> None:

@@ -207,6 +207,7 @@ class Engine:
         self._snapshots: dict[tuple[str, str], dict[tuple[str, str], Obj] | None] = {}
         self._snapshot_locks: dict[tuple[str, str], threading.Lock] = {}
         self._snapshot_lock = threading.Lock()
+        self._stopping = threading.Event()  # set when the run ends (Ctrl-C included): workers stop waiting
         for sid in order:
             r.consider(sid)
         result = ApplyResult()
@@ -262,6 +263,7 @@ class Engine:
                     self._stop_after_denial(plan, tracks, result)
                     break
         finally:
+            self._stopping.set()
             pool.shutdown(wait=True, cancel_futures=True)
         result.seconds = self.clock() - start
         return result
@@ -377,9 +379,8 @@ class Engine:
             self.cluster.delete(res.api_version, key.kind, namespace=key.namespace, name=key.name, uid=uid)
             deadline = time.monotonic() + self.options.wait_timeout
             while self.cluster.get(res.api_version, key.kind, namespace=key.namespace, name=key.name) is not None:
-                if time.monotonic() > deadline:
+                if time.monotonic() > deadline or self._stopping.wait(0.5):
                     raise
-                time.sleep(0.5)
             out = self.cluster.apply(desired)
             return _ApplyOutcome("recreated", out, self._judge_now(step, out))
         existed = live is not None if known else not _created_by(out)
