@@ -26,7 +26,6 @@ import yaml
 from kfctl import __version__
 from kfctl.catalog.model import Catalog
 from kfctl.config.model import Application, KfDef
-from kfctl.errors import ConfigError
 
 PARAMS_KIND = "Parameters"
 PARAMS_API = "kfctl.kubeflow.org/v1alpha1"
@@ -53,37 +52,16 @@ def dump_yaml(data: Any) -> str:
     return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=1000)
 
 
-def repo_source(kfdef: KfDef, app: Application, sources: Mapping[str, Path] | None = None) -> Path:
-    """The local directory of a non-builtin repo: as resolved by kfctl.repos (``sources``: repo name →
-    directory, covering archives and git through the cache), else the uri read as a local directory."""
-    if sources is not None and app.repo.name in sources:
-        return sources[app.repo.name]
-    uri = app.repo.uri
-    if uri.startswith("file://") and not uri.endswith((".tar.gz", ".tgz", ".zip")):
-        uri = uri[len("file://") :]
-    if "://" in uri or uri.endswith((".tar.gz", ".tgz", ".zip")):
-        raise ConfigError(
-            f'{kfdef.path}: repo "{app.repo.name}": uri {app.repo.uri!r} is not a local directory',
-            hint="`kfctl generate` fetches archives and git repos into APPDIR/.cache/repos/ before rendering",
-        )
-    path = Path(uri)
-    if not path.is_absolute():
-        path = kfdef.app_dir / path
-    if not path.is_dir():
-        raise ConfigError(f'{kfdef.path}: repo "{app.repo.name}": directory {path} does not exist')
-    return path
-
-
 def plan_application(
     kfdef: KfDef,
     catalog: Catalog,
     app: Application,
     *,
     images: Iterable[str] = (),
-    sources: Mapping[str, Path] | None = None,
+    sources: Mapping[str, Path],
 ) -> AppLayout:
     """Files and vendored directories for one application. ``images`` feed the image-mirror overlay;
-    ``sources`` are the resolved repo directories (see :func:`repo_source`)."""
+    ``sources`` are the directories kfctl.repos resolved each used repo to (local, archive or git)."""
     layout = AppLayout(app)
     up = "../../"
     resources: list[str] = []
@@ -99,7 +77,7 @@ def plan_application(
             layout.vendor.append(VendorCopy(plat.path / comp.name, pdest))
             components.append(f"{up}{pdest}")
     else:
-        source = repo_source(kfdef, app, sources)
+        source = sources[app.repo.name]
         dest = PurePosixPath("vendor/repos", app.repo.name)
         layout.vendor.append(VendorCopy(source, dest))
         inner = PurePosixPath(app.path.strip("/")) if app.path.strip("/") else PurePosixPath()
