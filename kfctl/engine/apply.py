@@ -197,11 +197,7 @@ class Engine:
         deadline = start + self.options.timeout
         order = topological_order(plan)
         tracks = {sid: _Track(plan.steps[sid]) for sid in order}
-        dependents: dict[str, list[str]] = {sid: [] for sid in order}
-        for sid in order:
-            for e in plan.deps.get(sid, []):
-                dependents[e.dependency].append(sid)
-        r = _Run(order, tracks, {sid: i for i, sid in enumerate(order)}, dependents, len(order))
+        r = _Run(order, tracks, {sid: i for i, sid in enumerate(order)}, plan.dependents(), len(order))
         self._run = r
         self._batch_members: dict[Future[object], list[str]] = {}
         self._snapshots: dict[tuple[str, str], dict[tuple[str, str], Obj] | None] = {}
@@ -660,11 +656,11 @@ class Engine:
         return f"not healthy after --wait-timeout {self.options.wait_timeout:g}s: {why}"
 
     def _time_out_all(self, plan: Plan, tracks: dict[str, _Track], result: ApplyResult, what: str) -> None:
-        for sid in topological_order(plan):
+        for sid in self._run.order:
             t = tracks[sid]
             if t.state in ("waiting", "applying"):
                 self._fail(plan, tracks, t, result, f"not healthy within {what}: {t.last_message or 'no status'}")
-        for sid in topological_order(plan):
+        for sid in self._run.order:
             t = tracks[sid]
             if t.state == "pending":
                 dep = next(
@@ -676,7 +672,7 @@ class Engine:
                     self._fail(plan, tracks, t, result, f"not applied within {what}: {t.last_message}")
 
     def _stop_after_denial(self, plan: Plan, tracks: dict[str, _Track], result: ApplyResult) -> None:
-        for sid in topological_order(plan):
+        for sid in self._run.order:
             t = tracks[sid]
             if t.state in TERMINAL:
                 continue
