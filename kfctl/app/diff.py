@@ -24,7 +24,7 @@ from kfctl.catalog.model import Catalog
 from kfctl.config.model import KfDef
 from kfctl.engine import inventory, labels
 from kfctl.engine.retry import classify
-from kfctl.errors import ApiDeniedError
+from kfctl.errors import ApiDeniedError, ClusterError
 from kfctl.k8s.api import ApiError, Cluster, NoKindMatch
 from kfctl.objects import Obj, key_of
 from kfctl.plan.graph import Step
@@ -75,6 +75,11 @@ def diff_kfdef(
             after = cluster.apply(desired, dry_run=True)
         except ApiError as e:
             c = classify(e)
+            if c.verdict == "transient":  # a webhook not answering yet, a throttled or restarting server
+                raise ClusterError(
+                    f"{step.id}: the server-side dry run could not run: {c.message}",
+                    hint="re-run kfctl diff when the API server and the platform's webhooks answer (kfctl status)",
+                ) from e
             raise ApiDeniedError(f"{step.id}: the server-side dry run was rejected: {c.message}") from e
         patch = jsonpatch.make_patch(_clean(live), _clean(after)).patch
         return ObjectDiff(step.id, "update", patch) if patch else None
