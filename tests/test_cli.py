@@ -191,7 +191,7 @@ def test_catalog_lists_components_and_shows_parameters(
     assert (code, out) == (2, "")
     assert err == (
         'Error (usage error): unknown component "katbi" (did you mean "katib"?)\n'
-        "Hint: `kfctl catalog` lists the components\n"
+        "Hint: `kfctl catalog` lists the components and overlays\n"
     )
 
 
@@ -208,3 +208,10 @@ def test_readme_exit_code_table_and_help_match_the_error_classes() -> None:
     raised = {c.exit_code for c in classes}
     assert documented == raised | {0, 2, errors.EXIT_NO_CHANGES}  # 2: click's usage errors too
     assert {int(c) for c in re.findall(r"(\d+) [A-Za-z]", HELP.split("Exit codes:", 1)[1])} == documented
+
+
+def test_catalog_shows_an_overlays_parameters(capsys: pytest.CaptureFixture[str], real_catalog: Catalog) -> None:
+    code, out, _ = run(capsys, "catalog", "image-mirror", "-o", "json")
+    assert code == 0
+    params = json.loads(out)["parameters"]
+    assert [(p["name"], p["required"]) for p in params] == [("imageMirrorRegistry", True)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import click
@@ -16,6 +17,14 @@ from kfctl.errors import UsageError
 
 def _param(p: ParameterSpec) -> dict[str, Any]:
     return {"name": p.name, "type": p.type, "default": p.default, "required": p.required, "description": p.description}
+
+
+def _parameter_lines(parameters: Mapping[str, ParameterSpec]) -> list[str]:
+    lines = ["  parameters:" if parameters else "  parameters: none"]
+    for p in parameters.values():
+        default = "required" if p.required else f"default {p.default!r}"
+        lines.append(f"    {p.name} ({p.type}, {default}): {p.description}")
+    return lines
 
 
 def _component_text(catalog: Catalog, name: str) -> tuple[dict[str, Any], str]:
@@ -35,11 +44,8 @@ def _component_text(catalog: Catalog, name: str) -> tuple[dict[str, Any], str]:
         f"  {c.description}",
         f"  depends on: {', '.join(c.depends_on) or '-'}",
         f"  platforms:  {', '.join(c.platforms) or 'all'}",
-        "  parameters:" if c.parameters else "  parameters: none",
+        *_parameter_lines(c.parameters),
     ]
-    for p in c.parameters.values():
-        default = "required" if p.required else f"default {p.default!r}"
-        lines.append(f"    {p.name} ({p.type}, {default}): {p.description}")
     if c.health:
         lines.append(f"  health: {' '.join(c.health.split())}")
     return data, "\n".join(lines)
@@ -49,22 +55,33 @@ def _component_text(catalog: Catalog, name: str) -> tuple[dict[str, Any], str]:
 @click.argument("component", required=False)
 @global_options
 def catalog(component: str | None) -> None:
-    """List the built-in components, overlays and platforms, or show one component's parameters.
+    """List the built-in components, overlays and platforms, or show one component's (or overlay's) parameters.
 
     \b
     Examples:
       kfctl catalog
       kfctl catalog katib -o json
+      kfctl catalog image-mirror
     """
     opts = get_options()
     cat = load_catalog()
+    if component is not None and component in cat.overlays:
+        overlay = cat.overlays[component]
+        lines = [f"{overlay.name} (overlay)", f"  {overlay.description}", *_parameter_lines(overlay.parameters)]
+        data = {
+            "name": overlay.name,
+            "description": overlay.description,
+            "parameters": [_param(p) for p in overlay.parameters.values()],
+        }
+        emit(opts, data, "\n".join(lines))
+        return
     if component is not None:
         if component not in cat.components:
             if component.lower() in REMOVED_COMPONENTS:
                 raise UsageError(f'component "{component}" is not available: {REMOVED_COMPONENTS[component.lower()]}')
             raise UsageError(
-                f'unknown component "{component}"{did_you_mean(component, cat.components)}',
-                hint="`kfctl catalog` lists the components",
+                f'unknown component "{component}"{did_you_mean(component, [*cat.components, *cat.overlays])}',
+                hint="`kfctl catalog` lists the components and overlays",
             )
         data, text = _component_text(cat, component)
         emit(opts, data, text)
