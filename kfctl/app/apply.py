@@ -22,9 +22,9 @@ from kfctl.engine import inventory, labels
 from kfctl.engine.apply import ApplyOptions, ApplyResult, Engine
 from kfctl.engine.events import Event, Reporter
 from kfctl.engine.remove import RemoveOptions, RemoveResult, remove
-from kfctl.engine.retry import backoff, classify
+from kfctl.engine.retry import Classified, retry_transient
 from kfctl.errors import ApiDeniedError, HealthError, KfctlError, PlanError
-from kfctl.k8s.api import ApiError, Cluster, Unreachable
+from kfctl.k8s.api import Cluster
 from kfctl.objects import ObjectKey
 
 T = TypeVar("T")
@@ -155,18 +155,10 @@ class _Persist:
         self.deadline = deadline
 
     def __call__(self, fn: Callable[[], T]) -> T:
-        attempt = 0
-        while True:
-            try:
-                return fn()
-            except (ApiError, Unreachable) as e:
-                c = classify(e)
-                attempt += 1
-                if c.verdict != "transient" or time.monotonic() > self.deadline:
-                    raise
-                delay = backoff(attempt, retry_after=c.retry_after)
-                self.reporter(Event("Retrying", "inventory", f"{c.message} (retrying in {delay:.1f}s)"))
-                time.sleep(delay)
+        def note(c: Classified, delay: float) -> None:
+            self.reporter(Event("Retrying", "inventory", f"{c.message} (retrying in {delay:.1f}s)"))
+
+        return retry_transient(fn, deadline=self.deadline, on_retry=note)
 
 
 def _after(merged: inventory.Inventory, old: inventory.Inventory | None) -> inventory.Inventory | None:

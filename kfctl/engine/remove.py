@@ -21,7 +21,7 @@ from kfctl.engine import labels
 from kfctl.engine.events import Event, EventType, Reporter
 from kfctl.engine.foreign import SHOWN, custom_resources_left, namespace_contents
 from kfctl.engine.inventory import Member
-from kfctl.engine.retry import backoff, classify
+from kfctl.engine.retry import classify, retry_transient
 from kfctl.health.registry import BUILTIN_GROUPS
 from kfctl.k8s.api import ApiError, Cluster, NoKindMatch, Resource, Unreachable
 from kfctl.objects import Obj, ObjectKey
@@ -134,16 +134,14 @@ class _Context:
 
     def call(self, fn: Callable[[], T]) -> T:
         """``fn()``, retried with backoff while it fails transiently and the phase's deadline allows."""
-        attempt = 0
-        while True:
-            try:
-                return fn()
-            except (ApiError, Unreachable) as e:
-                attempt += 1
-                precondition = isinstance(e, ApiError) and "Precondition failed" in e.message
-                if precondition or classify(e).verdict != "transient" or self.clock() > self.deadline:
-                    raise
-                self.sleep(backoff(attempt, retry_after=getattr(e, "retry_after", None), cap=5.0))
+        return retry_transient(
+            fn, deadline=self.deadline, cap=5.0, clock=self.clock, sleep=self.sleep, give_up=_precondition_failed
+        )
+
+
+def _precondition_failed(e: BaseException) -> bool:
+    """A UID precondition that failed: the object was replaced by someone else's, which we must not delete."""
+    return isinstance(e, ApiError) and "Precondition failed" in e.message
 
 
 def _failed(ctx: _Context, key: ObjectKey, why: str, *, denied: bool = False, app: str = "") -> None:

@@ -9,8 +9,10 @@ or not there yet. Everything else
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 from kfctl.k8s.api import ApiError, NoKindMatch, Unreachable
 
@@ -68,3 +70,37 @@ def backoff(attempt: int, *, retry_after: float | None = None, cap: float = 10.0
     if retry_after is not None:
         return max(0.0, min(retry_after, 60.0))
     return float(min(cap, 0.5 * 2 ** max(0, attempt - 1)))
+
+
+T = TypeVar("T")
+
+
+def retry_transient(
+    fn: Callable[[], T],
+    *,
+    deadline: float,
+    cap: float = 10.0,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    on_retry: Callable[[Classified, float], None] | None = None,
+    give_up: Callable[[BaseException], bool] = lambda _e: False,
+) -> T:
+    """``fn()``, retried with backoff while it fails transiently and ``deadline`` (on ``clock``) allows.
+
+    The one retry loop for calls outside the scheduler (inventory reads and writes, prune and delete), so
+    that a restarting API server is ridden out the same way everywhere. ``give_up`` stops early on an error
+    that is transient in general but final for this caller (a failed UID precondition).
+    """
+    attempt = 0
+    while True:
+        try:
+            return fn()
+        except (ApiError, Unreachable) as e:
+            c = classify(e)
+            attempt += 1
+            if give_up(e) or c.verdict != "transient" or clock() > deadline:
+                raise
+            delay = backoff(attempt, retry_after=c.retry_after, cap=cap)
+            if on_retry is not None:
+                on_retry(c, delay)
+            sleep(delay)
