@@ -19,7 +19,7 @@ from kfctl.app.generate import generate
 from kfctl.catalog.model import Catalog
 from kfctl.config.loader import load_kfdef
 from kfctl.config.model import Repo
-from kfctl.errors import ConfigError, RenderError
+from kfctl.errors import ConfigError, RenderError, StaleOutputError
 from kfctl.render import git
 from kfctl.repos.source import classify
 
@@ -262,3 +262,18 @@ def test_repo_names_that_are_not_plain_names_are_refused(tmp_path: Path, catalog
         f'{path}:8:7 spec.repos[0].name: repo name "../../up" may only use letters, digits, ".", "_" and "-" '
         "(it names a directory)"
     ]
+
+
+def test_check_reports_a_stale_lock_file(
+    tmp_path: Path, bare_repo: tuple[Path, dict[str, str]], catalog: Catalog
+) -> None:
+    bare, _ = bare_repo
+    app = tmp_path / "demo"
+    path = write_kfdef(app, f"git+file://{bare}", "v1")
+    generate(load_kfdef(path, catalog), catalog)
+    assert generate(load_kfdef(path, catalog), catalog, check=True).changed == ()
+    (app / "kfdef.lock").unlink()  # rendered output committed, the lock forgotten
+    with pytest.raises(StaleOutputError) as info:
+        generate(load_kfdef(path, catalog), catalog, check=True)
+    assert info.value.details == ["kfdef.lock"]
+    assert not (app / "kfdef.lock").exists()  # --check writes nothing

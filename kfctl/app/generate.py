@@ -4,7 +4,8 @@ Everything is written into a temp directory inside APPDIR first and swapped in o
 application rendered, so a failure leaves the previous output intact. ``check`` renders the same way and
 compares instead of swapping. Repos other than the built-in catalog are resolved first through the cache
 and the lock file (kfctl.repos); ``offline`` forbids network and git, ``refresh`` ignores the lock. The
-lock file is rewritten only after a successful, non-check render. The KfDef is only read.
+lock file is rewritten only after a successful, non-check render (``check`` reports a stale one). The KfDef is
+only read.
 """
 
 from __future__ import annotations
@@ -72,6 +73,8 @@ def generate(
     try:
         count = _render_all(kfdef, catalog, apps, k, tmp, jobs=jobs, sources=repos.paths)
         changed = _differences(tmp, app_dir)
+        if check and repos.lock_stale():
+            changed.append(repos.lock_file.name)  # beside the KfDef, so in APPDIR
         if check:
             if changed:
                 raise StaleOutputError(

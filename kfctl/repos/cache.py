@@ -24,7 +24,7 @@ from kfctl.errors import ConfigError, RenderError
 from kfctl.render import git
 from kfctl.repos.archive import check_links, extract
 from kfctl.repos.download import fetch_archive
-from kfctl.repos.lock import LockEntry, lock_path, read_lock, write_lock
+from kfctl.repos.lock import LockEntry, lock_path, read_lock, render_lock, write_lock
 from kfctl.repos.source import Source, classify
 
 CACHE_DIR = (".cache", "repos")
@@ -40,6 +40,15 @@ class Resolution:
     entries: dict[str, LockEntry] = field(default_factory=dict)
     fetched: list[str] = field(default_factory=list)  # repos fetched (network or git) in this run
     had_lock: bool = False
+
+    def lock_stale(self) -> bool:
+        """Whether the lock file on disk differs from what this resolution would write (``--check``)."""
+        if not self.entries and not self.had_lock:
+            return False
+        try:
+            return self.lock_file.read_text(encoding="utf-8") != render_lock(self.entries.values())
+        except (OSError, UnicodeDecodeError):
+            return True
 
     def write_lock(self) -> bool:
         """Write the lock file when there is something to record (or one exists); True if it changed."""
