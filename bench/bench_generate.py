@@ -22,23 +22,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
+from benchlib import full_catalog_app
 
-from kfctl.app.init import init_app
-from kfctl.catalog.load import load_catalog
 from kfctl.render.kustomize import find_kustomize
 
-REPO = Path(__file__).resolve().parent.parent
-PLATFORM_VALUES = {
-    "clusterName": "bench",
-    "region": "eu-west-1",
-    "autoscalerRoleArn": "arn:aws:iam::1:role/ca",
-    "project": "p",
-    "zone": "z",
-    "cluster": "c",
-    "subscriptionId": "s",
-    "resourceGroup": "rg",
-}
 
 
 def timed(argv: list[str]) -> float:
@@ -57,18 +44,10 @@ class GenerateFigures:
 
 def measure(root: Path, *, runs: int, platform: str = "generic") -> GenerateFigures:
     """Alternating, one pair per run, in ``root`` (a scratch dir)."""
-    catalog = load_catalog()
-    components = sorted(c.name for c in catalog.components.values() if not c.platforms or platform in c.platforms)
     kfctl = str(Path(sys.executable).parent / "kfctl")
     k = find_kustomize()
     app = root / "generate"
-    init_app(catalog, app_dir=app, platform=platform, components=components, namespace="kubeflow", force=True)
-    path = app / "kfdef.yaml"
-    doc = yaml.safe_load(path.read_text())
-    for plugin in doc["spec"].get("plugins", []):
-        for key in plugin.get("spec", {}):
-            plugin["spec"][key] = PLATFORM_VALUES.get(key, plugin["spec"][key])
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    full_catalog_app(app, platform=platform)
     subprocess.run([kfctl, "generate", str(app)], check=True, capture_output=True)  # warm-up, creates dirs
     dirs = sorted(d for d in (app / "kustomize").iterdir() if d.is_dir())
     figs = GenerateFigures(applications=len(dirs), kustomize=k.describe())

@@ -30,6 +30,7 @@ from benchlib import (
     Measured,
     Samples,
     fresh_cluster,
+    full_catalog_app,
     kfctl_argv,
     kubectl,
     log,
@@ -37,16 +38,6 @@ from benchlib import (
 )
 
 PLATFORM = "generic"
-PLATFORM_VALUES = {
-    "clusterName": "bench",
-    "region": "eu-west-1",
-    "autoscalerRoleArn": "arn:aws:iam::1:role/ca",
-    "project": "p",
-    "zone": "z",
-    "cluster": "c",
-    "subscriptionId": "s",
-    "resourceGroup": "rg",
-}
 UPSTREAM_SLEEP = 20.0
 UPSTREAM_MAX_PASSES = 10
 
@@ -69,20 +60,8 @@ class PlatformFigures:
 
 def prepare_app(root: Path) -> tuple[Path, Path, Path, Path, dict[str, Any]]:
     """Init + generate the full catalog; write all.yaml, crds.yaml, rest.yaml. Untimed."""
-    from kfctl.app.init import init_app
-    from kfctl.catalog.load import load_catalog
-
-    catalog = load_catalog()
-    components = sorted(c.name for c in catalog.components.values() if not c.platforms or PLATFORM in c.platforms)
     app = root / "platform"
-    init_app(catalog, app_dir=app, platform=PLATFORM, components=components, namespace="kubeflow", force=True)
-    path = app / "kfdef.yaml"
-    doc = yaml.safe_load(path.read_text())
-    doc["metadata"]["name"] = "bench"
-    for plugin in doc["spec"].get("plugins", []):
-        for key in plugin.get("spec", {}):
-            plugin["spec"][key] = PLATFORM_VALUES.get(key, plugin["spec"][key])
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    doc = full_catalog_app(app, platform=PLATFORM)
     run_measured(kfctl_argv("generate", str(app))).check()
     objects: list[dict[str, Any]] = []
     for a in doc["spec"]["applications"]:
@@ -94,7 +73,7 @@ def prepare_app(root: Path) -> tuple[Path, Path, Path, Path, dict[str, Any]]:
         (root / f"{name}.yaml").write_text(yaml.safe_dump_all(objs, sort_keys=False))
     info = {
         "objects": len(objects),
-        "components": components,
+        "components": [a["name"] for a in doc["spec"]["applications"]],
         "crds": [o["metadata"]["name"] for o in crds],
         "deployments": sorted(
             (o["metadata"].get("namespace") or "default", o["metadata"]["name"])

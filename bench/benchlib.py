@@ -155,3 +155,38 @@ class Samples:
 
 def log(message: str) -> None:
     print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+# Placeholder values for every platform's required plugin parameters: benchmarks render, they do not deploy
+# to a cloud.
+PLATFORM_VALUES = {
+    "clusterName": "bench",
+    "region": "eu-west-1",
+    "autoscalerRoleArn": "arn:aws:iam::1:role/ca",
+    "project": "p",
+    "zone": "z",
+    "cluster": "c",
+    "subscriptionId": "s",
+    "resourceGroup": "rg",
+}
+
+
+def full_catalog_app(app: Path, *, platform: str) -> dict[str, Any]:
+    """`kfctl init` APPDIR with every component the platform allows, its plugin parameters filled in; the
+    KfDef as a document."""
+    import yaml
+
+    from kfctl.app.init import init_app
+    from kfctl.catalog.load import load_catalog
+
+    catalog = load_catalog()
+    components = sorted(c.name for c in catalog.components.values() if not c.platforms or platform in c.platforms)
+    init_app(catalog, app_dir=app, platform=platform, components=components, namespace="kubeflow", force=True)
+    path = app / "kfdef.yaml"
+    doc: dict[str, Any] = yaml.safe_load(path.read_text())
+    doc["metadata"]["name"] = "bench"
+    for plugin in doc["spec"].get("plugins", []):
+        for key in plugin.get("spec", {}):
+            plugin["spec"][key] = PLATFORM_VALUES.get(key, plugin["spec"][key])
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return doc
