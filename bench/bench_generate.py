@@ -27,7 +27,6 @@ from benchlib import full_catalog_app
 from kfctl.render.kustomize import find_kustomize
 
 
-
 def timed(argv: list[str]) -> float:
     start = time.perf_counter()
     subprocess.run(argv, check=True, capture_output=True)
