@@ -117,17 +117,25 @@ class EventRenderer:
 def parse_duration(text: str) -> float:
     """ "90", "90s", "5m", "1h30m" → seconds."""
     units = {"s": 1, "m": 60, "h": 3600}
+    bad = click.BadParameter(f"{text!r} is not a duration (e.g. 90s, 5m, 1h)")
+
+    def number(digits: str) -> float:
+        try:  # "1.2.3" passes the character check but is no number: a usage error, not a crash
+            return float(digits)
+        except ValueError:
+            raise bad from None
+
     total, num = 0.0, ""
     for ch in text.strip():
         if ch.isdigit() or ch == ".":
             num += ch
         elif ch in units and num:
-            total += float(num) * units[ch]
+            total += number(num) * units[ch]
             num = ""
         else:
-            raise click.BadParameter(f"{text!r} is not a duration (e.g. 90s, 5m, 1h)")
+            raise bad
     if num:
-        total += float(num)
+        total += number(num)
     if total <= 0:
         raise click.BadParameter(f"{text!r} must be positive")
     return total
