@@ -80,6 +80,14 @@ class StaleOutputError(KfctlError):
     kind = "stale output"
 
 
+class OwnershipError(KfctlError):
+    """Objects the bundle would write exist already under another owner (a Helm release, Argo CD, another
+    kfctl install …): kfctl refuses before writing anything, as Helm and kapp do, unless told to adopt them."""
+
+    exit_code = 11
+    kind = "ownership conflict"
+
+
 class InterruptedError_(KfctlError):
     """The user pressed Ctrl-C; state in the cluster is left consistent (the inventory is a superset)."""
 

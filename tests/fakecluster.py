@@ -162,6 +162,12 @@ class FakeCluster:
                 and all(((o.get("metadata") or {}).get("labels") or {}).get(a) == b for a, b in wanted.items())
             ]
 
+    def list_metadata(self, api_version: str, kind: str, *, namespace: str | None = None) -> list[Obj]:
+        return [
+            {"apiVersion": o["apiVersion"], "kind": o["kind"], "metadata": o["metadata"]}
+            for o in self.list(api_version, kind, namespace=namespace)
+        ]
+
     def apply(self, obj: Obj, *, force: bool = True, dry_run: bool = False) -> Obj:
         self.stats.count("PATCH", dry_run=dry_run)
         key = key_of(obj)

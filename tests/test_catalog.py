@@ -259,3 +259,15 @@ def test_every_component_parameter_reaches_its_target(tmp_path: Path, real_catal
             assert before != after, f"{comp}.{pname}={value!r} changed nothing"
             checked += 1
     assert checked >= 5
+
+
+def test_every_components_crds_list_names_exactly_the_crds_it_renders(tmp_path: Path, real_catalog: Catalog) -> None:
+    """`crds:` in component.yaml is what `external: true` checks on a cluster: it must match the render."""
+    app = make_app(tmp_path, real_catalog, platform="aws", components=supported(real_catalog, "aws"))
+    generate(load_kfdef(app / "kfdef.yaml", real_catalog), real_catalog)
+    rendered_crds: dict[str, set[str]] = {name: set() for name in supported(real_catalog, "aws")}
+    for app_name, o in rendered(app):
+        if o["kind"] == "CustomResourceDefinition":
+            rendered_crds[app_name].add(o["metadata"]["name"])
+    declared = {name: set(real_catalog.components[name].crds) for name in rendered_crds}
+    assert declared == rendered_crds

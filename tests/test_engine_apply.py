@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from fakecluster import FakeCluster, available, obj
 
-from kfctl.engine import labels
+from kfctl.engine import labels, ownership
 from kfctl.engine.apply import ApplyOptions, ApplyResult, Engine
 from kfctl.engine.events import EventLog
 from kfctl.k8s.api import ApiError
@@ -38,7 +38,13 @@ def run(
         assert step.obj is not None
         return labels.prepare(step.obj, applyset_id=APPSET, kfdef_name="test", application=step.app)
 
-    return Engine(cluster, log, options=options, prepare=prepare).run(plan), log
+    # As `kfctl apply` does: read what exists first (objects the test made itself are adopted).
+    bundle = [(s.app, s.obj) for s in plan.objects() if s.obj is not None]
+    found = ownership.scan(cluster, bundle, applyset_id=APPSET, inventory=None)
+    known = {**found.live, **{f.key: f.live for f in found.foreign}}
+    adopting = {f.key: f.owner.description for f in found.foreign}
+    engine = Engine(cluster, log, options=options, prepare=prepare, known=known, adopting=adopting)
+    return engine.run(plan), log
 
 
 def position(log: EventLog, kind: str, subject: str) -> int:
@@ -366,28 +372,6 @@ def test_waiting_objects_of_one_kind_in_one_namespace_are_polled_with_one_list()
     assert ("Deployment", "demo") in lists
 
 
-@pytest.mark.parametrize(
-    ("managed", "created", "expected"),
-    [
-        pytest.param([{"manager": "kfctl", "time": "2026-01-01T00:00:01Z"}], "2026-01-01T00:00:00Z", True, id="new"),
-        pytest.param([{"manager": "kfctl", "time": "2026-01-01T01:00:00Z"}], "2026-01-01T00:00:00Z", False, id="old"),
-        pytest.param(
-            [{"manager": "kubectl", "time": "2026-01-01T00:00:00Z"}, {"manager": "kfctl"}],
-            "2026-01-01T00:00:00Z",
-            False,
-            id="someone-elses",
-        ),
-        pytest.param([], "2026-01-01T00:00:00Z", True, id="no-managed-fields"),
-    ],
-)
-def test_an_object_missing_from_the_labelled_list_is_created_only_if_kfctl_alone_made_it_just_now(
-    managed: list[dict[str, str]], created: str, expected: bool
-) -> None:
-    from kfctl.engine.apply import _created_by
-
-    assert _created_by({"metadata": {"creationTimestamp": created, "managedFields": managed}}) is expected
-
-
 def test_a_fresh_apply_reads_live_objects_with_one_labelled_list_per_kind_not_a_get_each() -> None:
     cluster = FakeCluster()
     cms = [obj("v1", "ConfigMap", f"c{i}", "demo") for i in range(5)]
@@ -396,3 +380,61 @@ def test_a_fresh_apply_reads_live_objects_with_one_labelled_list_per_kind_not_a_
     assert gets < len(cms)
     result, _ = run(cluster, [NS, *cms])
     assert len(result.unchanged) == 6 and cluster.stats.writes == 6  # the first run only
+
+
+def test_a_re_apply_puts_back_what_someone_changed_in_kfctls_fields_and_names_them() -> None:
+    cluster = FakeCluster()
+    dep = obj(
+        "apps/v1",
+        "Deployment",
+        "op",
+        "demo",
+        spec={"replicas": 1, "template": {"spec": {"containers": [{"name": "op", "image": "kubeflow/op:v1"}]}}},
+    )
+    run(cluster, [NS, dep])
+    live = cluster.live(ObjectKey("apps", "Deployment", "demo", "op"))
+    assert live is not None
+    live["spec"]["replicas"] = 3  # kubectl scale
+    live["spec"]["template"]["spec"]["containers"][0]["image"] = "evil/image:latest"  # kubectl set image
+    live["spec"]["template"]["spec"]["containers"][0]["env"] = [{"name": "A", "value": "1"}]  # not kfctl's
+    writes = cluster.stats.writes
+    result, log = run(cluster, [NS, dep])
+    assert result.corrected == ["Deployment.apps demo/op"] and cluster.stats.writes == writes + 1
+    assert [e.message for e in log.of("Corrected")] == [
+        "drift put back: spec.replicas, spec.template.spec.containers[op].image"
+    ]
+    fixed = cluster.live(ObjectKey("apps", "Deployment", "demo", "op"))
+    assert fixed is not None and fixed["spec"]["replicas"] == 1
+    assert fixed["spec"]["template"]["spec"]["containers"][0]["image"] == "kubeflow/op:v1"
+
+
+def test_a_value_the_server_only_rewrote_is_settled_by_a_dry_run_and_not_written() -> None:
+    cluster = FakeCluster()
+    quota = obj("v1", "ConfigMap", "limits", "demo", data={"cpu": "0.5"})
+    run(cluster, [NS, quota])
+    stored = cluster.live(ObjectKey("", "ConfigMap", "demo", "limits"))
+    assert stored is not None
+    stored["data"]["cpu"] = "500m"  # as the API server canonicalises a quantity
+    stored["data"]["mode"] = "x"  # and a field kfctl does not render
+    cluster.fail(ObjectKey("", "ConfigMap", "demo", "limits"))
+    writes, dry = cluster.stats.writes, cluster.stats.dry_runs
+    result, _ = run(cluster, [NS, quota])
+    assert sorted(result.unchanged) == ["ConfigMap demo/limits", "Namespace demo"]
+    assert (cluster.stats.writes, cluster.stats.dry_runs) == (writes, dry)  # compared by value: no request
+
+
+def test_objects_that_exist_under_another_owner_are_reported_as_adopted_with_that_owner() -> None:
+    cluster = FakeCluster()
+    cluster.put(
+        obj(
+            "v1",
+            "ConfigMap",
+            "c",
+            "demo",
+            labels={"app.kubernetes.io/managed-by": "Helm"},
+            annotations={"meta.helm.sh/release-name": "r", "meta.helm.sh/release-namespace": "demo"},
+        )
+    )
+    result, log = run(cluster, [NS, obj("v1", "ConfigMap", "c", "demo", data={"a": "1"})])
+    assert result.adopted == ["ConfigMap demo/c"]
+    assert [e.message for e in log.of("Adopted")] == ["taken over from Helm release demo/r"]

@@ -1,9 +1,12 @@
-"""`kfctl apply`: render, plan, record the inventory, apply in dependency order, wait, prune.
+"""`kfctl apply`: render, plan, check ownership, record the inventory, apply in dependency order, wait, prune.
 
-The order of inventory writes is the crash-safety argument: old + new is stored before anything is
-applied, and the inventory shrinks only after the prune that removed the rest succeeded. A re-apply of an
-unchanged platform makes no write request at all: objects are skipped by content hash and the inventory
-is written only when it differs.
+Nothing is written before every bundle object that already exists has been read: an object another tool
+manages (a Helm release, Argo CD, another kfctl install …) stops the run unless it is adopted, so kfctl
+never silently takes over — and later deletes — what it did not install. The order of inventory writes is
+the crash-safety argument: old + new is stored before anything is applied, and the inventory shrinks only
+after the prune that removed the rest succeeded. A re-apply of an untouched platform makes no write request
+at all: objects whose live state holds every field kfctl renders are skipped, and the inventory is written
+only when it differs; a field someone changed is put back.
 """
 
 from __future__ import annotations
@@ -18,12 +21,12 @@ from kfctl.app.cluster import ClusterRecord, identify, talking_to
 from kfctl.app.generate import generate
 from kfctl.catalog.model import Catalog
 from kfctl.config.model import KfDef
-from kfctl.engine import inventory, labels
+from kfctl.engine import inventory, labels, ownership
 from kfctl.engine.apply import ApplyOptions, ApplyResult, Engine
 from kfctl.engine.events import Event, Reporter
 from kfctl.engine.remove import RemoveOptions, RemoveResult, remove
 from kfctl.engine.retry import Classified, retry_transient
-from kfctl.errors import ApiDeniedError, HealthError, KfctlError, PlanError
+from kfctl.errors import ApiDeniedError, HealthError, KfctlError, OwnershipError, PlanError
 from kfctl.k8s.api import Cluster
 from kfctl.objects import ObjectKey
 
@@ -35,6 +38,8 @@ class ApplySummary:
     objects: int = 0
     created: int = 0
     configured: int = 0
+    corrected: int = 0
+    adopted: int = 0
     unchanged: int = 0
     pruned: int = 0
     kept: list[str] = field(default_factory=list)
@@ -45,13 +50,17 @@ class ApplySummary:
 
     @property
     def changed(self) -> bool:
-        return bool(self.created or self.configured or self.pruned or self.inventory_writes)
+        return bool(
+            self.created or self.configured or self.corrected or self.adopted or self.pruned or self.inventory_writes
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "objects": self.objects,
             "created": self.created,
             "configured": self.configured,
+            "corrected": self.corrected,
+            "adopted": self.adopted,
             "unchanged": self.unchanged,
             "pruned": self.pruned,
             "kept": self.kept,
@@ -72,6 +81,7 @@ def apply_kfdef(
     options: ApplyOptions,
     prune: RemoveOptions | None,
     render: bool = True,
+    adopt: bool = False,
 ) -> ApplySummary:
     """Install or update the platform; the summary carries the error (if any) for the CLI to raise."""
     start = time.monotonic()
@@ -87,27 +97,37 @@ def apply_kfdef(
     where = f"{kfdef.namespace}/{bundle.inventory_name}"
     persist = _Persist(cluster, reporter, deadline=time.monotonic() + options.wait_timeout)
 
-    with talking_to(cluster, f"recording the inventory {where} before applying"):
+    with talking_to(cluster, f"reading the inventory {where} and what exists of the bundle"):
         old = persist(lambda: inventory.read(cluster, name=bundle.inventory_name, namespace=kfdef.namespace))
+        found = persist(
+            lambda: ownership.scan(cluster, bundle.objects(), applyset_id=bundle.applyset_id, inventory=old)
+        )
+    adopting = _adoption(found, kfdef, adopt_all=adopt)
+    with talking_to(cluster, f"recording the inventory {where} before applying"):
         persist(lambda: _ensure_inventory_namespace(cluster, bundle))
         current = old or inventory.Inventory(bundle.inventory_name, kfdef.namespace, cluster_id)
         current.cluster_id = current.cluster_id or cluster_id
-        merged = current.merged(bundle.members())
+        merged = current.merged(bundle.members(), adopted=adopting)
         if persist(lambda: inventory.write(cluster, merged, previous=old)):
             summary.inventory_writes += 1
             note(reporter, f"{where}: {len(merged.members)} objects recorded (old and new) before applying")
     ClusterRecord(cluster_id, cluster.info.server, cluster.info.context).save(kfdef.app_dir)
 
-    result = Engine(cluster, reporter, options=options, prepare=bundle.prepare).run(plan)
-    summary.created, summary.configured, summary.unchanged = (
+    known = {**found.live, **{f.key: f.live for f in found.foreign}}
+    engine = Engine(cluster, reporter, options=options, prepare=bundle.prepare, known=known, adopting=adopting)
+    result = engine.run(plan)
+    summary.created, summary.configured, summary.corrected = (
         len(result.created),
         len(result.configured),
-        len(result.unchanged),
+        len(result.corrected),
     )
+    summary.adopted, summary.unchanged = len(result.adopted), len(result.unchanged)
     wanted = dict(bundle.members())
     final = inventory.Inventory(merged.name, merged.namespace, merged.cluster_id)
     for key, app in wanted.items():
-        final.members[key] = inventory.Member(key, app, result.uids.get(key) or _uid(merged, key))
+        was = merged.members.get(key)
+        uid = result.uids.get(key) or (was.uid if was else "")
+        final.members[key] = inventory.Member(key, app, uid, was.adopted if was else "")
     removed: RemoveResult | None = None
     if result.ok and prune is not None:
         gone = [m for k, m in merged.members.items() if k not in wanted]
@@ -166,9 +186,26 @@ def _after(merged: inventory.Inventory, old: inventory.Inventory | None) -> inve
     return merged if not merged.same_as(old) else old
 
 
-def _uid(inv: inventory.Inventory, key: ObjectKey) -> str:
-    m = inv.members.get(key)
-    return m.uid if m else ""
+def _adoption(found: ownership.Scan, kfdef: KfDef, *, adopt_all: bool) -> dict[ObjectKey, str]:
+    """The foreign objects to take over, with who managed them; OwnershipError when any is not to be."""
+    adopt_apps = {a.name for a in kfdef.applications if a.adopt}
+    refused = [f for f in found.foreign if not (adopt_all or f.application in adopt_apps)]
+    if refused:
+        owners = sorted({f.owner.description for f in refused})
+        raise OwnershipError(
+            f"{len(refused)} object(s) the KfDef would install exist already under another owner "
+            f"({'; '.join(owners[:3])}{' …' if len(owners) > 3 else ''}); nothing was written",
+            details=[f.describe() for f in refused],
+            hint=(
+                "if the cluster already provides an application, mark it `external: true` in the KfDef: kfctl "
+                "then checks it instead of installing it; to take the objects over, re-run with --adopt (or set "
+                "`adopt: true` on the application): delete and prune keep adopted objects unless "
+                "--delete-adopted / --prune-adopted"
+            ),
+        )
+    adopting = {f.key: f.owner.description for f in found.foreign}
+    adopting.update({f.key: f"the cluster (it existed before kfctl; {f.owner.description})" for f in found.shared})
+    return adopting
 
 
 def _preflight_namespaces(cluster: Cluster, bundle: Bundle) -> None:

@@ -10,7 +10,7 @@ from kfctl.engine import labels
 from kfctl.engine.inventory import applyset_id, parent_name
 from kfctl.errors import UsageError
 from kfctl.objects import Obj, ObjectKey, key_of, parse_stream
-from kfctl.plan.graph import Plan, Step, build_plan
+from kfctl.plan.graph import ExternalCheck, Plan, Step, build_plan
 
 
 @dataclass(frozen=True)
@@ -18,6 +18,7 @@ class Bundle:
     kfdef: KfDef
     objects_by_app: tuple[tuple[str, tuple[Obj, ...]], ...]
     depends_on: dict[str, tuple[str, ...]]
+    externals: tuple[ExternalCheck, ...] = ()  # applications the cluster provides (external: true)
 
     @property
     def inventory_name(self) -> str:
@@ -30,8 +31,12 @@ class Bundle:
     def members(self) -> list[tuple[ObjectKey, str]]:
         return [(key_of(o), app) for app, objs in self.objects_by_app for o in objs]
 
+    def objects(self) -> list[tuple[str, Obj]]:
+        """(application, object) for every object kfctl applies."""
+        return [(app, o) for app, objs in self.objects_by_app for o in objs]
+
     def plan(self) -> Plan:
-        return build_plan(self.objects_by_app, depends_on=self.depends_on)
+        return build_plan(self.objects_by_app, depends_on=self.depends_on, externals=self.externals)
 
     def prepare(self, step: Step) -> Obj:
         """The object as kfctl applies it (labels + content hash)."""
@@ -40,13 +45,19 @@ class Bundle:
 
 
 def load_bundle(kfdef: KfDef, catalog: Catalog) -> Bundle:
-    """Read APPDIR/rendered/<app>.yaml of every enabled application (run generate first)."""
+    """Read APPDIR/rendered/<app>.yaml of every installed application (run generate first); external
+    applications become checks of what the cluster provides."""
     apps = kfdef.enabled_applications()
     by_component = {a.component: a.name for a in apps if a.component}
     names = {a.name for a in apps}
     out: list[tuple[str, tuple[Obj, ...]]] = []
+    externals: list[ExternalCheck] = []
     deps: dict[str, tuple[str, ...]] = {}
     for app in apps:
+        if app.external:
+            component = catalog.components.get(app.component or "")
+            externals.append(ExternalCheck(app.name, component.crds if component else ()))
+            continue
         path = kfdef.app_dir / "rendered" / f"{app.name}.yaml"
         if not path.is_file():
             raise UsageError(f"{path} does not exist", hint=f"run `kfctl generate {kfdef.app_dir}` first")
@@ -55,4 +66,4 @@ def load_bundle(kfdef: KfDef, catalog: Catalog) -> Bundle:
         if app.component and app.component in catalog.components:
             wanted += [by_component[c] for c in catalog.components[app.component].depends_on if c in by_component]
         deps[app.name] = tuple(dict.fromkeys(d for d in wanted if d in names and d != app.name))
-    return Bundle(kfdef, tuple(out), deps)
+    return Bundle(kfdef, tuple(out), deps, tuple(externals))

@@ -3,7 +3,8 @@
 Refuses to run against a cluster other than the one the app directory was applied to (the kube-system UID
 recorded at apply time, in APPDIR/.cache/cluster.json and in the inventory) unless forced. PVCs and PVs
 stay unless storage deletion is asked for, and so do the namespaces holding them; a namespace holding objects
-kfctl did not apply (a user's, another kfctl app's) stays unless forced, naming them.
+kfctl did not apply (a user's, another kfctl app's) stays unless forced, naming them; objects kfctl adopted
+rather than created stay unless asked for.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ def delete_kfdef(
     force: bool,
     wait_timeout: float,
     force_namespaces: bool = False,
+    delete_adopted: bool = False,
 ) -> DeleteSummary:
     start = time.monotonic()
     cluster = open_cluster()
@@ -70,6 +72,7 @@ def delete_kfdef(
             force=force,
             wait_timeout=wait_timeout,
             force_namespaces=force_namespaces,
+            delete_adopted=delete_adopted,
         )
 
 
@@ -84,6 +87,7 @@ def _delete(
     force: bool,
     wait_timeout: float,
     force_namespaces: bool,
+    delete_adopted: bool,
 ) -> DeleteSummary:
     summary = DeleteSummary()
     inv = inventory.read(cluster, name=inventory.parent_name(kfdef.name), namespace=kfdef.namespace)
@@ -109,6 +113,8 @@ def _delete(
         wait_timeout=wait_timeout,
         storage_flag="--delete-storage",
         force_namespaces=force_namespaces,
+        adopted=delete_adopted,
+        adopted_flag="--delete-adopted",
     )
     result = remove(
         cluster, inv.members.values(), applyset_id=inv.id, reporter=reporter, options=options, verb="Deleted"

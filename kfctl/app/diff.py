@@ -7,9 +7,6 @@ out of the comparison, so only changes the user made show.
 
 from __future__ import annotations
 
-import base64
-import copy
-import hashlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -22,14 +19,12 @@ from kfctl.app.cluster import identify, talking_to
 from kfctl.app.generate import generate
 from kfctl.catalog.model import Catalog
 from kfctl.config.model import KfDef
-from kfctl.engine import inventory, labels
+from kfctl.engine import inventory
+from kfctl.engine.drift import comparable
 from kfctl.engine.retry import classify
 from kfctl.errors import ApiDeniedError, ClusterError
 from kfctl.k8s.api import ApiError, Cluster, NoKindMatch
-from kfctl.objects import Obj, key_of
 from kfctl.plan.graph import Step
-
-SERVER_FIELDS = ("managedFields", "resourceVersion", "generation", "creationTimestamp", "uid", "selfLink")
 
 
 @dataclass(frozen=True)
@@ -81,7 +76,7 @@ def diff_kfdef(
                     hint="re-run kfctl diff when the API server and the platform's webhooks answer (kfctl status)",
                 ) from e
             raise ApiDeniedError(f"{step.id}: the server-side dry run was rejected: {c.message}") from e
-        patch = jsonpatch.make_patch(_clean(live), _clean(after)).patch
+        patch = jsonpatch.make_patch(comparable(live), comparable(after)).patch
         return ObjectDiff(step.id, "update", patch) if patch else None
 
     with talking_to(cluster, "comparing with the live objects"), ThreadPoolExecutor(max_workers=8) as pool:
@@ -98,22 +93,3 @@ def diff_kfdef(
     for key in sorted(set(inv.members) - wanted if inv else set()):
         report.diffs.append(ObjectDiff(str(key), "prune"))
     return report
-
-
-def _clean(obj: Obj) -> Obj:
-    out = copy.deepcopy(obj)
-    meta = out.get("metadata") or {}
-    for f in SERVER_FIELDS:
-        meta.pop(f, None)
-    annotations = meta.get("annotations") or {}
-    annotations.pop(labels.HASH_ANNOTATION, None)
-    annotations.pop("kubectl.kubernetes.io/last-applied-configuration", None)
-    if not annotations:
-        meta.pop("annotations", None)
-    out.pop("status", None)
-    if key_of(out).kind == "Secret" and key_of(out).group == "":
-        for section in ("data", "stringData"):
-            for k, v in (out.get(section) or {}).items():
-                raw = base64.b64decode(v) if section == "data" else str(v).encode()
-                out[section][k] = f"<masked sha256:{hashlib.sha256(raw).hexdigest()[:8]}>"
-    return out

@@ -57,7 +57,7 @@ class ExportResult:
 
 def application_dependencies(kfdef: KfDef, catalog: Catalog) -> dict[str, tuple[str, ...]]:
     """Enabled application → the enabled applications it must come after (catalog + KfDef), sorted."""
-    apps = kfdef.enabled_applications()
+    apps = kfdef.installed_applications()
     by_component: dict[str, list[str]] = {}
     for app in apps:
         if app.component:

@@ -1,4 +1,4 @@
-"""`kfctl generate`: render every enabled application into APPDIR/{vendor,kustomize,rendered}/.
+"""`kfctl generate`: render every enabled, non-external application into APPDIR/{vendor,kustomize,rendered}/.
 
 Everything is written into a temp directory inside APPDIR first and swapped in only when every
 application rendered, so a failure leaves the previous output intact. ``check`` renders the same way and
@@ -59,7 +59,7 @@ def generate(
     start = time.monotonic()
     k = find()
     app_dir = kfdef.app_dir
-    apps = kfdef.enabled_applications()
+    apps = kfdef.installed_applications()
     repos = resolve_repos(kfdef, offline=offline, refresh=refresh)
     if offline:
         _refuse_remote_bases(kfdef, apps, repos.paths)

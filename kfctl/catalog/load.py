@@ -105,6 +105,7 @@ def _component(d: Path) -> Component:
         namespace=str(data.get("namespace") or ""),
         depends_on=_str_list(data, "dependsOn", meta_path),
         platforms=_str_list(data, "platforms", meta_path),
+        crds=_str_list(data, "crds", meta_path),
         parameters=_parameters(data, meta_path),
         health=str(data.get("health", "")).strip(),
         path=d,

@@ -34,6 +34,7 @@ class Component:
     health: str
     path: Path
     overlays: tuple[str, ...]  # component-specific parts of cross-cutting overlays it has
+    crds: tuple[str, ...] = ()  # the CRDs it installs: what an external install of it must serve
 
 
 @dataclass(frozen=True)

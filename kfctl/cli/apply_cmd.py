@@ -47,6 +47,13 @@ from kfctl.errors import EXIT_NO_CHANGES
     is_flag=True,
     help="Prune namespaces even when they hold objects kfctl did not apply (those are deleted with them).",
 )
+@click.option(
+    "--adopt",
+    is_flag=True,
+    help="Take over objects that exist under another owner (Helm, Argo CD, another install…) instead of "
+    "refusing (exit 11). Adopted objects are kept by delete and prune unless --delete-adopted/--prune-adopted.",
+)
+@click.option("--prune-adopted", is_flag=True, help="Also prune objects kfctl adopted rather than created.")
 @click.option("--skip-generate", is_flag=True, help="Apply APPDIR/rendered as it is, without rendering first.")
 @global_options
 def apply(
@@ -62,17 +69,24 @@ def apply(
     prune_storage: bool,
     prune_all: bool,
     force_namespaces: bool,
+    adopt: bool,
+    prune_adopted: bool,
     skip_generate: bool,
 ) -> None:
     """Render, then apply every object in dependency order, wait until healthy, prune what was removed.
 
     Server-side apply (field manager kfctl). Custom resources wait for their CRD, objects a
     failurePolicy=Fail webhook admits wait for that webhook's backend, applications wait for
-    the ones they depend on. Transient errors are retried; denials stop the run. Unchanged
-    objects are skipped, so re-applying an unchanged platform writes nothing (exit 10).
+    the ones they depend on. Transient errors are retried; denials stop the run. Objects whose
+    live state holds every field kfctl renders are skipped, so re-applying an untouched platform
+    writes nothing (exit 10); a field someone changed (kubectl set image, scale) is put back and
+    reported as Corrected. Objects that exist under another owner (a Helm release, Argo CD,
+    another kfctl install) stop the run before anything is written (exit 11) unless adopted;
+    an application marked external: true in the KfDef is checked, not installed.
 
     \b
-    Exit codes: 0 applied, 10 nothing changed, 6 cluster unreachable, 7 denied, 8 unhealthy.
+    Exit codes: 0 applied, 10 nothing changed, 6 cluster unreachable, 7 denied, 8 unhealthy,
+    11 objects owned by someone else.
     \b
     Examples:
       kfctl apply demo
@@ -92,6 +106,7 @@ def apply(
             storage=prune_storage or prune_all,
             wait_timeout=wait_timeout,
             force_namespaces=force_namespaces,
+            adopted=prune_adopted,
         )
     )
     with EventRenderer(opts) as renderer:
@@ -103,12 +118,15 @@ def apply(
             options=options,
             prune=prune,
             render=not skip_generate,
+            adopt=adopt,
         )
     s = summary
     text = (
-        f"{s.objects} objects: {s.created} created, {s.configured} configured, {s.unchanged} unchanged, "
-        f"{s.pruned} pruned in {s.seconds:.1f}s ({s.requests.get('writes', 0)} write requests, "
-        f"{s.requests.get('total', 0)} in all)"
+        f"{s.objects} objects: {s.created} created, {s.configured} configured, "
+        + (f"{s.corrected} corrected, " if s.corrected else "")
+        + (f"{s.adopted} adopted, " if s.adopted else "")
+        + f"{s.unchanged} unchanged, {s.pruned} pruned in {s.seconds:.1f}s "
+        f"({s.requests.get('writes', 0)} write requests, {s.requests.get('total', 0)} in all)"
     )
     if s.kept:
         text += "\nKept (not pruned without a flag):\n" + "\n".join(f"  {k}" for k in s.kept)

@@ -26,6 +26,11 @@ from kfctl.errors import EXIT_NO_CHANGES
     help="Delete namespaces even when they hold objects kfctl did not apply (those are deleted with them).",
 )
 @click.option(
+    "--delete-adopted",
+    is_flag=True,
+    help="Also delete objects kfctl adopted (apply --adopt) rather than created; kept by default.",
+)
+@click.option(
     "--wait-timeout",
     type=Duration(),
     default="5m",
@@ -39,6 +44,7 @@ def delete(
     delete_storage: bool,
     force: bool,
     force_namespaces: bool,
+    delete_adopted: bool,
     wait_timeout: float,
 ) -> None:
     """Uninstall everything kfctl applied for this KfDef, in reverse dependency order.
@@ -46,8 +52,10 @@ def delete(
     Webhooks and API services go first, custom resources while their controllers still run,
     then CRDs, workloads, RBAC, namespaces last; each phase waits until its objects are gone and
     names objects stuck on finalizers. PVCs (and the namespaces holding them) stay unless
-    --delete-storage, and so do namespaces holding objects kfctl did not apply (named in the
-    output) unless --force-namespaces. Only objects still carrying kfctl's label and UID are touched.
+    --delete-storage; namespaces holding objects kfctl did not apply (named in the output) stay
+    unless --force-namespaces; objects kfctl adopted rather than created (apply --adopt: a Helm
+    release's, a namespace that existed before) stay unless --delete-adopted. Only objects still
+    carrying kfctl's label and UID are touched.
 
     \b
     Examples:
@@ -65,6 +73,7 @@ def delete(
             force=force,
             wait_timeout=wait_timeout,
             force_namespaces=force_namespaces,
+            delete_adopted=delete_adopted,
         )
     if not s.found:
         text = f"Nothing to delete: no kfctl inventory for {kfdef.name} in namespace {kfdef.namespace}"

@@ -23,6 +23,8 @@ from kfctl.engine.events import Event
 _ALWAYS = {
     "Created",
     "Configured",
+    "Corrected",
+    "Adopted",
     "Recreated",
     "Failed",
     "Blocked",
@@ -33,6 +35,7 @@ _ALWAYS = {
     "Retrying",
     "Skipped",
 }
+APPLIED = ("Created", "Configured", "Corrected", "Adopted", "Unchanged", "Recreated")
 _STYLE = {
     "Failed": "bold red",
     "Blocked": "red",
@@ -42,6 +45,8 @@ _STYLE = {
     "Healthy": "green",
     "Created": "cyan",
     "Configured": "cyan",
+    "Corrected": "yellow",
+    "Adopted": "yellow",
     "Pruned": "magenta",
     "Deleted": "magenta",
     "Kept": "blue",
@@ -78,7 +83,7 @@ class EventRenderer:
         self.counts[event.type] += 1
         if event.type in ("Waiting", "Retrying"):
             self.waiting[event.subject] = event.message
-        elif event.type not in ("Created", "Configured", "Unchanged", "Recreated"):
+        elif event.type not in APPLIED:
             self.waiting.pop(event.subject, None)
         if self.opts.output == "json":
             click.echo(json.dumps(event.as_dict(), sort_keys=True), file=self.stream)
@@ -102,7 +107,7 @@ class EventRenderer:
         return text
 
     def _status_text(self) -> str:
-        done = sum(self.counts[k] for k in ("Created", "Configured", "Unchanged", "Recreated"))
+        done = sum(self.counts[k] for k in APPLIED)
         parts = [f"{done} applied", f"{self.counts['Healthy']} healthy"]
         if self.counts["Pruned"] or self.counts["Deleted"]:
             parts.append(f"{self.counts['Pruned'] + self.counts['Deleted']} removed")

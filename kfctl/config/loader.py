@@ -41,7 +41,7 @@ _REPO_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # a directory nam
 TOP_KEYS = ("apiVersion", "kind", "metadata", "spec", "status")
 METADATA_KEYS = ("name", "namespace", "labels", "annotations")
 SPEC_KEYS = ("applications", "repos", "plugins", "version", "platform")  # platform: ours
-APP_KEYS = ("name", "kustomizeConfig", "dependsOn", "enabled")  # dependsOn, enabled: ours
+APP_KEYS = ("name", "kustomizeConfig", "dependsOn", "enabled", "external", "adopt")  # all but the first two: ours
 KCONFIG_KEYS = ("repoRef", "overlays", "parameters")
 REPOREF_KEYS = ("name", "path")
 PARAM_KEYS = ("name", "value")
@@ -339,10 +339,14 @@ class _Validator:
     def application(
         self, path: FieldPath, item: dict[str, Any], name: str, repos: dict[str, Repo], platform: str
     ) -> Application | None:
-        enabled = item.get("enabled", True)
-        if not isinstance(enabled, bool):
-            self.p.add((*path, "enabled"), f"must be true or false, got {_type_name(enabled)}")
-            enabled = True
+        enabled = self.flag(item, "enabled", path, default=True)
+        external = self.flag(item, "external", path, default=False)
+        adopt = self.flag(item, "adopt", path, default=False)
+        if external and adopt:
+            self.p.add(
+                (*path, "adopt"),
+                "an external application is not applied, so there is nothing to adopt; keep one of external, adopt",
+            )
         depends_on: list[str] = []
         for i, dep in enumerate(self.seq(item, "dependsOn", path)):
             if not isinstance(dep, str):
@@ -355,7 +359,15 @@ class _Validator:
         repo, repo_path = self.repo_ref(kc, kpath, name, repos)
         component = self.component(repo, repo_path, (*kpath, "repoRef", "path") if "repoRef" in kc else (*path, "name"))
         overlays = self.overlays(kc, kpath)
-        if component and enabled:
+        if external:
+            for unused in ("overlays", "parameters"):
+                if kc.get(unused):
+                    self.p.add(
+                        (*kpath, unused),
+                        f"not used: the application is external (the cluster provides it; kfctl renders nothing "
+                        f"for it); remove kustomizeConfig.{unused} or external: true",
+                    )
+        if component and enabled and not external:
             comp = self.catalog.components[component]
             if comp.platforms and platform not in comp.platforms:
                 self.p.add(
@@ -365,7 +377,8 @@ class _Validator:
                 )
         # An unknown component was reported already; its parameters cannot be checked.
         unresolved = repo is None or (repo.builtin and component is None)
-        params = {} if unresolved else self.parameters(kc, kpath, component, overlays, enabled=enabled)
+        # An external application's parameters were refused above: nothing of it is rendered.
+        params = {} if unresolved or external else self.parameters(kc, kpath, component, overlays, enabled=enabled)
         if repo is None:
             return None
         return Application(
@@ -377,7 +390,16 @@ class _Validator:
             parameters=params,
             depends_on=tuple(depends_on),
             enabled=enabled,
+            external=external,
+            adopt=adopt,
         )
+
+    def flag(self, item: Mapping[str, Any], key: str, path: FieldPath, *, default: bool) -> bool:
+        value = item.get(key, default)
+        if not isinstance(value, bool):
+            self.p.add((*path, key), f"must be true or false, got {_type_name(value)}")
+            return default
+        return value
 
     def repo_ref(
         self, kc: Mapping[str, Any], kpath: FieldPath, name: str, repos: dict[str, Repo]
@@ -507,7 +529,8 @@ class _Validator:
                 elif dep == name:
                     self.p.add((*path, "dependsOn", i), "an application cannot depend on itself")
             app = by_name.get(name)
-            if app is None or not app.enabled or not app.component:
+            # What an external application needs is the cluster's business: kfctl installs none of it.
+            if app is None or not app.enabled or app.external or not app.component:
                 continue
             for needed in self.catalog.components[app.component].depends_on:
                 if needed not in enabled_components:

@@ -41,6 +41,8 @@ class Application:
     parameters: dict[str, Any] = field(default_factory=dict)
     depends_on: tuple[str, ...] = ()
     enabled: bool = True
+    external: bool = False  # the cluster provides it: checked, never rendered or applied
+    adopt: bool = False  # take over its objects that exist under another owner
 
 
 @dataclass(frozen=True)
@@ -70,3 +72,7 @@ class KfDef:
 
     def enabled_applications(self) -> tuple[Application, ...]:
         return tuple(a for a in self.applications if a.enabled)
+
+    def installed_applications(self) -> tuple[Application, ...]:
+        """The enabled applications kfctl renders and applies (not the external ones)."""
+        return tuple(a for a in self.applications if a.enabled and not a.external)

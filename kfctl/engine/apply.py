@@ -1,8 +1,11 @@
 """The scheduler: apply every unblocked step, wait on health, unblock dependents, explain what is stuck.
 
 A kapp-style loop on one thread; API calls run in a bounded thread pool. Each object is server-side
-applied (unless its content hash says the live object already matches) and judged at once on the object
-the server returned, then polled with its kind's health rule until ready, failed or timed out.
+applied unless the live object already holds every field kfctl renders (then it is skipped, so a re-apply
+of an untouched platform writes nothing; a field someone changed is put back and reported as Corrected),
+and judged at once on the object the server returned, then polled with its kind's health rule until
+ready, failed or timed out. What exists before the run comes from the ownership scan
+(:mod:`kfctl.engine.ownership`), made before anything is written.
 Transient API errors are retried with backoff within the object's wait timeout; denials stop the run at
 once (no new applies start). Nothing here prints: progress goes to the reporter as
 :class:`~kfctl.engine.events.Event` values.
@@ -17,18 +20,17 @@ from __future__ import annotations
 import heapq
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Literal, cast
 
-from kfctl.engine import labels
+from kfctl.engine import drift, labels
 from kfctl.engine.events import Event, EventType, Reporter
-from kfctl.engine.probe import backend_health, object_health, workload_problems
+from kfctl.engine.probe import backend_health, external_health, object_health, workload_problems
 from kfctl.engine.retry import Classified, backoff, classify
 from kfctl.health.model import Health, progressing, ready
-from kfctl.k8s.api import FIELD_MANAGER, ApiError, Cluster, NoKindMatch, Resource, Unreachable
+from kfctl.k8s.api import ApiError, Cluster, NoKindMatch, Unreachable
 from kfctl.objects import Obj, ObjectKey
 from kfctl.plan.graph import Plan, Step, topological_order
 
@@ -57,6 +59,8 @@ class Failure:
 class ApplyResult:
     created: list[str] = field(default_factory=list)
     configured: list[str] = field(default_factory=list)
+    corrected: list[str] = field(default_factory=list)  # drift in kfctl's fields put back
+    adopted: list[str] = field(default_factory=list)  # foreign objects taken over on request
     unchanged: list[str] = field(default_factory=list)
     failed: list[Failure] = field(default_factory=list)
     blocked: list[Failure] = field(default_factory=list)
@@ -69,7 +73,7 @@ class ApplyResult:
 
     @property
     def changed(self) -> int:
-        return len(self.created) + len(self.configured)
+        return len(self.created) + len(self.configured) + len(self.corrected) + len(self.adopted)
 
 
 @dataclass
@@ -88,9 +92,10 @@ class _Track:
 
 @dataclass
 class _ApplyOutcome:
-    verdict: Literal["created", "configured", "unchanged", "recreated"]
+    verdict: Literal["created", "configured", "corrected", "adopted", "unchanged", "recreated"]
     live: Obj
     health: Health | None = None  # judged on ``live`` in the worker; None: poll as usual
+    message: str = ""  # for the event: the fields corrected, the owner adopted from
 
 
 @dataclass
@@ -118,29 +123,6 @@ class _Run:
 COALESCE_SECONDS = 0.25
 BATCH_MIN = 3  # due checks of one kind in one namespace that are cheaper as one LIST than as GETs
 NOT_BATCHED = frozenset({"CustomResourceDefinition"})  # large objects; a LIST would return them all
-
-
-def _created_by(out: Obj) -> bool:
-    """Whether this apply created the object: kfctl is its only field manager, since its creation.
-
-    The server stamps creationTimestamp and the manager's time separately (second resolution), so they
-    may straddle a second boundary: allow a little.
-    """
-    meta = out.get("metadata") or {}
-    fields = meta.get("managedFields") or []
-    if not fields:
-        return True
-    if len(fields) != 1 or fields[0].get("manager") != FIELD_MANAGER:
-        return False
-    created, touched = _stamp(meta.get("creationTimestamp")), _stamp(fields[0].get("time"))
-    return created is None or touched is None or abs(touched - created) <= 2.0
-
-
-def _stamp(value: object) -> float | None:
-    try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 def _api_failure(fut: Future[object]) -> BaseException | None:
@@ -181,13 +163,20 @@ class Engine:
         *,
         options: ApplyOptions,
         prepare: Callable[[Step], Obj],
+        known: Mapping[ObjectKey, Obj | None] | None = None,
+        adopting: Mapping[ObjectKey, str] | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
+        """``known``: what exists of the bundle (the ownership scan): an object, or None for "does not exist";
+        objects it does not cover are read before applying. ``adopting``: foreign objects to take over, with
+        who managed them."""
         self.cluster = cluster
         self.report = reporter
         self.options = options
         self.prepare = prepare
+        self.known = dict(known or {})
+        self.adopting = dict(adopting or {})
         self.clock = clock
         self.sleep = sleep
 
@@ -200,9 +189,6 @@ class Engine:
         r = _Run(order, tracks, {sid: i for i, sid in enumerate(order)}, plan.dependents(), len(order))
         self._run = r
         self._batch_members: dict[Future[object], list[str]] = {}
-        self._snapshots: dict[tuple[str, str], dict[tuple[str, str], Obj] | None] = {}
-        self._snapshot_locks: dict[tuple[str, str], threading.Lock] = {}
-        self._snapshot_lock = threading.Lock()
         self._stopping = threading.Event()  # set when the run ends (Ctrl-C included): workers stop waiting
         for sid in order:
             r.consider(sid)
@@ -335,7 +321,7 @@ class Engine:
             t.started = t.started if t.started is not None else now
             self._ready(t, ready("all objects ready"), quiet=True)
             return None
-        if step.kind == "webhook-backend":
+        if step.kind in ("webhook-backend", "external"):
             t.started = t.started if t.started is not None else now
             t.state = "waiting"
             t.next_check = now
@@ -352,22 +338,32 @@ class Engine:
         return None
 
     def _apply(self, step: Step) -> _ApplyOutcome:
-        """Runs in a worker: skip when the live object carries the same content hash, else SSA."""
+        """Runs in a worker: skip when the live object holds every field kfctl renders, else SSA."""
         desired = self.prepare(step)
         assert step.key is not None
         key = step.key
         res = self.cluster.resource(str(desired["apiVersion"]), str(desired["kind"]))
-        live, known = self._live_before(res, key, desired)
-        same = live is not None and labels.applied_hash(live) == labels.desired_hash(desired)
-        if live is not None and same and not (live.get("metadata") or {}).get("deletionTimestamp"):
-            return _ApplyOutcome("unchanged", live, self._judge_now(step, live))
+        if key in self.known:
+            live = self.known.pop(key)  # read once: a retried apply must not trust it again
+        else:
+            live = self.cluster.get(res.api_version, key.kind, namespace=key.namespace, name=key.name)
+        deleting = live is not None and bool((live.get("metadata") or {}).get("deletionTimestamp"))
+        corrected: list[str] = []
+        if live is not None and not deleting and labels.applied_hash(live) == labels.desired_hash(desired):
+            if not drift.differences(desired, live):
+                return _ApplyOutcome("unchanged", live, self._judge_now(step, live))
+            # Something differs, or the server rewrote a value (a quantity, a list others added to): the
+            # server's dry run of this very apply says which of kfctl's fields it would change, without writing.
+            corrected = drift.corrected_fields(desired, live, self.cluster.apply(desired, dry_run=True))
+            if not corrected:
+                return _ApplyOutcome("unchanged", live, self._judge_now(step, live))
         try:
             out = self.cluster.apply(desired)
         except ApiError as e:
             c = classify(e)
             if c.verdict != "immutable" or not self.options.recreate_immutable:
                 raise
-            if not known:  # not one of ours by label: read it for its UID
+            if live is None:
                 live = self.cluster.get(res.api_version, key.kind, namespace=key.namespace, name=key.name)
             if live is None:
                 raise
@@ -379,48 +375,15 @@ class Engine:
                     raise
             out = self.cluster.apply(desired)
             return _ApplyOutcome("recreated", out, self._judge_now(step, out))
-        existed = live is not None if known else not _created_by(out)
-        return _ApplyOutcome("configured" if existed else "created", out, self._judge_now(step, out))
-
-    def _live_before(self, res: Resource, key: ObjectKey, desired: Obj) -> tuple[Obj | None, bool]:
-        """The live object before applying, and whether that answer is exact.
-
-        Objects kfctl applied carry the applyset label, so one labelled LIST per kind (made by the first
-        worker that needs it) answers for all of that kind: a fresh install sends no per-object GET, and a
-        re-apply finds every hash in it. An object missing from the list is not ours (it may still exist,
-        unlabelled): it is applied, and created-or-configured is read from the response. Where the LIST is
-        not allowed (RBAC), each object is read with a GET, exact as before.
-        """
-        part_of = ((desired.get("metadata") or {}).get("labels") or {}).get(labels.PART_OF)
-        if not part_of:
-            return self.cluster.get(res.api_version, key.kind, namespace=key.namespace, name=key.name), True
-        snapshot = self._snapshot(res, key.kind, str(part_of))
-        if snapshot is None:
-            return self.cluster.get(res.api_version, key.kind, namespace=key.namespace, name=key.name), True
-        with self._snapshot_lock:
-            found = snapshot.pop((key.namespace if res.namespaced else "", key.name), None)
-        return found, found is not None
-
-    def _snapshot(self, res: Resource, kind: str, part_of: str) -> dict[tuple[str, str], Obj] | None:
-        with self._snapshot_lock:
-            lock = self._snapshot_locks.setdefault((res.api_version, kind), threading.Lock())
-        with lock:
-            if (res.api_version, kind) in self._snapshots:
-                return self._snapshots[(res.api_version, kind)]
-            try:
-                items = self.cluster.list(res.api_version, kind, label_selector=f"{labels.PART_OF}={part_of}")
-            except ApiError as e:
-                if e.status not in (401, 403, 405):
-                    raise
-                self._snapshots[(res.api_version, kind)] = None  # not allowed: GET each object instead
-                return None
-            snap: dict[tuple[str, str], Obj] = {}
-            for item in items:
-                meta = item.get("metadata") or {}
-                meta.pop("managedFields", None)  # the bulk of a listed object, and never read here
-                snap[(str(meta.get("namespace") or ""), str(meta.get("name")))] = item
-            self._snapshots[(res.api_version, kind)] = snap
-            return snap
+        if live is None:
+            return _ApplyOutcome("created", out, self._judge_now(step, out))
+        if key in self.adopting:
+            return _ApplyOutcome("adopted", out, self._judge_now(step, out), f"taken over from {self.adopting[key]}")
+        if corrected:
+            return _ApplyOutcome(
+                "corrected", out, self._judge_now(step, out), f"drift put back: {', '.join(corrected)}"
+            )
+        return _ApplyOutcome("configured", out, self._judge_now(step, out))
 
     def _judge_now(self, step: Step, live: Obj) -> Health | None:
         """The first health verdict, on the object the server just returned: saves one GET per object."""
@@ -458,16 +421,20 @@ class Engine:
         kind: EventType = {
             "created": "Created",
             "configured": "Configured",
+            "corrected": "Corrected",
+            "adopted": "Adopted",
             "unchanged": "Unchanged",
             "recreated": "Recreated",
         }[outcome.verdict]  # type: ignore[assignment]
         {
             "created": result.created,
             "configured": result.configured,
+            "corrected": result.corrected,
+            "adopted": result.adopted,
             "recreated": result.configured,
             "unchanged": result.unchanged,
         }[outcome.verdict].append(sid)
-        self._emit(kind, t.step)
+        self._emit(kind, t.step, outcome.message)
         if not t.step.wait:
             self._ready(t, ready("applied"), quiet=True)
         elif outcome.health is not None:
@@ -512,6 +479,9 @@ class Engine:
         if step.kind == "webhook-backend":
             assert step.backend is not None
             return backend_health(self.cluster, step.backend)
+        if step.kind == "external":
+            assert step.external is not None
+            return external_health(self.cluster, step.external)
         assert step.key is not None and step.obj is not None
         res = self.cluster.resource(str(step.obj["apiVersion"]), step.key.kind)
         live = self.cluster.get(res.api_version, step.key.kind, namespace=step.key.namespace, name=step.key.name)

@@ -12,6 +12,8 @@ from typing import Any, Literal, Protocol
 EventType = Literal[
     "Created",
     "Configured",
+    "Corrected",
+    "Adopted",
     "Unchanged",
     "Recreated",
     "Waiting",

@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from kfctl import __version__
@@ -44,10 +44,11 @@ class Member:
     key: ObjectKey
     application: str
     uid: str = ""
+    adopted: str = ""  # who managed it before kfctl took it over ("" when kfctl created it)
 
     def as_dict(self) -> dict[str, str]:
         k = self.key
-        return {
+        out = {
             "group": k.group,
             "kind": k.kind,
             "namespace": k.namespace,
@@ -55,6 +56,9 @@ class Member:
             "application": self.application,
             "uid": self.uid,
         }
+        if self.adopted:
+            out["adopted"] = self.adopted
+        return out
 
 
 @dataclass
@@ -68,12 +72,15 @@ class Inventory:
     def id(self) -> str:
         return applyset_id(name=self.name, namespace=self.namespace)
 
-    def merged(self, keys: Iterable[tuple[ObjectKey, str]]) -> Inventory:
-        """Old + new: every old member plus each new key (UID unknown until applied)."""
+    def merged(
+        self, keys: Iterable[tuple[ObjectKey, str]], *, adopted: Mapping[ObjectKey, str] | None = None
+    ) -> Inventory:
+        """Old + new: every old member plus each new key (UID unknown until applied); ``adopted`` marks the
+        foreign objects about to be taken over, with who managed them."""
         out = Inventory(self.name, self.namespace, self.cluster_id, dict(self.members))
         for key, app in keys:
             if key not in out.members:
-                out.members[key] = Member(key, app)
+                out.members[key] = Member(key, app, adopted=(adopted or {}).get(key, ""))
         return out
 
     def to_object(self) -> Obj:
@@ -111,7 +118,7 @@ def read(cluster: Cluster, *, name: str, namespace: str) -> Inventory | None:
     raw = (live.get("data") or {}).get(DATA_KEY) or "[]"
     for m in json.loads(raw):
         key = ObjectKey(m["group"], m["kind"], m["namespace"], m["name"])
-        inv.members[key] = Member(key, m.get("application", ""), m.get("uid", ""))
+        inv.members[key] = Member(key, m.get("application", ""), m.get("uid", ""), m.get("adopted", ""))
     return inv
 
 

@@ -2,7 +2,9 @@
 
 The hash covers the object exactly as kfctl would send it (labels included, hash annotation excluded), so
 any change in the rendered output, the kfctl app identity or the inventory id changes it. It cannot see
-drift made by others in fields kfctl owns; ``kfctl diff`` (a server-side dry run) does.
+drift made by others in fields kfctl owns: the engine compares the live object for that
+(:mod:`kfctl.engine.drift`); the hash only tells "the rendered content changed" (Configured) from "someone
+changed the live object" (Corrected).
 """
 
 from __future__ import annotations

@@ -8,13 +8,13 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from kfctl.health.model import Health, progressing
+from kfctl.health.model import Health, failed, progressing, ready
 from kfctl.health.pods import pod_problems
 from kfctl.health.registry import health_of
 from kfctl.health.webhook import BackendFacts, webhook_backend
 from kfctl.k8s.api import ApiError, Cluster, NoKindMatch
 from kfctl.objects import Obj, ObjectKey
-from kfctl.plan.graph import WebhookBackend
+from kfctl.plan.graph import ExternalCheck, WebhookBackend
 from kfctl.plan.selectors import to_query
 
 DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
@@ -90,21 +90,87 @@ def backend_health(cluster: Cluster, backend: WebhookBackend) -> Health:
     )
     if backend.service is not None:
         svc = cluster.get("v1", "Service", namespace=backend.service.namespace, name=backend.service.name)
-        slices = cluster.list(
-            "discovery.k8s.io/v1",
-            "EndpointSlice",
-            namespace=backend.service.namespace,
-            label_selector=f"kubernetes.io/service-name={backend.service.name}",
-        )
-        ready = sum(
-            1
-            for s in slices
-            for ep in s.get("endpoints") or []
-            # The API says a missing "ready" means ready.
-            if (ep.get("conditions") or {}).get("ready", True) is not False
-        )
+        ready = _ready_endpoints(cluster, backend.service.namespace, backend.service.name)
         facts = BackendFacts(**{**facts.__dict__, "service_exists": svc is not None, "ready_endpoints": ready})
     return webhook_backend(facts)
+
+
+def _ready_endpoints(cluster: Cluster, namespace: str, service: str) -> int:
+    slices = cluster.list(
+        "discovery.k8s.io/v1",
+        "EndpointSlice",
+        namespace=namespace,
+        label_selector=f"kubernetes.io/service-name={service}",
+    )
+    # The API says a missing "ready" means ready.
+    return sum(
+        1
+        for s in slices
+        for ep in s.get("endpoints") or []
+        if (ep.get("conditions") or {}).get("ready", True) is not False
+    )
+
+
+def external_health(cluster: Cluster, check: ExternalCheck) -> Health:
+    """An application the cluster provides: its CRDs served, and every failurePolicy=Fail webhook that guards
+    their groups answering (a ready endpoint behind its Service, a CA bundle), wherever and by whomever it was
+    installed — the webhook configurations are found in the cluster, not assumed to carry our names."""
+    if not check.crds:
+        return ready("provided by the cluster (not a catalog component: kfctl has nothing to check)")
+    missing: list[str] = []
+    waiting: list[str] = []
+    groups: set[str] = set()
+    for name in check.crds:
+        crd = cluster.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", namespace="", name=name)
+        if crd is None:
+            missing.append(name)
+            continue
+        groups.add(str((crd.get("spec") or {}).get("group", "")))
+        h = object_health(cluster, crd)
+        if not h.ready:
+            waiting.append(f"CRD {name}: {h.message}")
+    if missing:
+        return failed(
+            f"the cluster does not serve {', '.join(missing)}; the KfDef says it provides application "
+            f"{check.application} (external: true): install it, or drop external: true to let kfctl install it"
+        )
+    hooks = 0
+    for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+        for config in cluster.list("admissionregistration.k8s.io/v1", kind):
+            for hook in config.get("webhooks") or []:
+                if hook.get("failurePolicy", "Fail") != "Fail" or not _guards(hook, groups):
+                    continue
+                hooks += 1
+                why = _webhook_problem(cluster, hook)
+                if why:
+                    waiting.append(
+                        f"webhook {hook.get('name')} ({kind} {(config.get('metadata') or {}).get('name')}): {why}"
+                    )
+    if waiting:
+        return progressing("; ".join(waiting))
+    return ready(f"{len(check.crds)} CRDs served, {hooks} webhook(s) guarding them answer")
+
+
+def _guards(hook: dict[str, Any], groups: set[str]) -> bool:
+    return any(
+        "*" in (rule.get("apiGroups") or []) or groups & set(rule.get("apiGroups") or [])
+        for rule in hook.get("rules") or []
+    )
+
+
+def _webhook_problem(cluster: Cluster, hook: dict[str, Any]) -> str:
+    cc = hook.get("clientConfig") or {}
+    svc = cc.get("service")
+    if not svc:
+        return ""  # a URL: nothing in the cluster to look at
+    if not cc.get("caBundle"):
+        return "no caBundle injected yet"
+    ns, name = str(svc.get("namespace", "")), str(svc.get("name", ""))
+    if cluster.get("v1", "Service", namespace=ns, name=name) is None:
+        return f"its Service {ns}/{name} does not exist"
+    if not _ready_endpoints(cluster, ns, name):
+        return f"Service {ns}/{name} has no ready endpoint"
+    return ""
 
 
 def workload_problems(cluster: Cluster, key: ObjectKey, live: Obj) -> list[str]:

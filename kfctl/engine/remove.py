@@ -1,7 +1,8 @@
 """Prune and delete: remove inventory members in reverse dependency order, safely.
 
 Safety rules: only objects that still carry our ApplySet label and, when we recorded it, the same UID are
-deleted (never another app's objects or a user's look-alike); Namespaces, CRDs and storage (PVCs, PVs)
+deleted (never another app's objects or a user's look-alike); objects kfctl adopted rather than created
+are kept unless asked for; Namespaces, CRDs and storage (PVCs, PVs)
 need an explicit allowance; a namespace holding PVCs is kept while storage is kept, and a namespace holding
 anything kfctl did not apply (a user's objects, another kfctl app's) is kept unless forced, because deleting
 a namespace deletes everything in it. Each phase waits until its objects are gone, and objects that stay
@@ -40,6 +41,8 @@ class RemoveOptions:
     storage_flag: str = "--prune-storage"  # named in the "kept" message
     force_namespaces: bool = False  # delete namespaces even with objects kfctl did not apply in them
     force_flag: str = "--force-namespaces"
+    adopted: bool = False  # delete objects kfctl adopted (it did not create them)
+    adopted_flag: str = "--prune-adopted"
 
 
 @dataclass
@@ -176,7 +179,7 @@ def _try_delete(ctx: _Context, m: Member) -> bool:
         result.skipped.append((key, "was recreated by someone else (UID differs); left alone"))
         reporter(Event("Skipped", str(key), "UID differs from the one kfctl applied; left alone", app=m.application))
         return False
-    keep = _protected(ctx, key)
+    keep = _protected(ctx, key, m)
     if keep:
         result.kept.append((key, keep))
         reporter(Event("Kept", str(key), keep, app=m.application))
@@ -195,9 +198,11 @@ def _try_delete(ctx: _Context, m: Member) -> bool:
     return True
 
 
-def _protected(ctx: _Context, key: ObjectKey) -> str:
+def _protected(ctx: _Context, key: ObjectKey, m: Member) -> str:
     """Why this object must be kept ("" when it may go)."""
     cluster, options = ctx.cluster, ctx.options
+    if m.adopted and not options.adopted:
+        return f"adopted from {m.adopted} (kfctl did not create it); kept without {options.adopted_flag}"
     gk = (key.group, key.kind)
     if gk == ("", "Namespace"):
         if not options.namespaces:

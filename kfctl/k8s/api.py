@@ -132,6 +132,10 @@ class Cluster(Protocol):
         """The live object, or None when it does not exist."""
         ...
 
+    def list_metadata(self, api_version: str, kind: str, *, namespace: str | None = None) -> list[Obj]:
+        """Every object of the kind (in ``namespace``, or everywhere), metadata only; apiVersion/kind set."""
+        ...
+
     def list(
         self, api_version: str, kind: str, *, namespace: str | None = None, label_selector: str | None = None
     ) -> list[Obj]: ...

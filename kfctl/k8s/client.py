@@ -34,6 +34,9 @@ from kfctl.k8s.api import (
 from kfctl.objects import Obj, ObjectKey, group_of
 
 REQUEST_TIMEOUT = 30.0
+# Metadata only (names, labels, annotations, owners, managers): what an ownership check needs, without the
+# specs of every object of a kind. Servers too old for it answer with the full list, which is fine too.
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json"
 POOL_SIZE = 32
 
 
@@ -87,9 +90,10 @@ class KubeClient:
         body: Any = None,
         content_type: str = "application/json",
         dry_run: bool = False,
+        accept: str = "application/json",
     ) -> Any:
         url = self._cfg.host.rstrip("/") + path + (("?" + urlencode(query)) if query else "")
-        headers = {"Accept": "application/json", "User-Agent": "kfctl"}
+        headers = {"Accept": accept, "User-Agent": "kfctl"}
         token = self._authorization()
         if token:
             headers["Authorization"] = token
@@ -212,6 +216,14 @@ class KubeClient:
         except NotFound:
             return None
         return obj
+
+    def list_metadata(self, api_version: str, kind: str, *, namespace: str | None = None) -> list[Obj]:
+        res = self.resource(api_version, kind)
+        doc = self._request("GET", self._path(res, namespace=namespace), accept=METADATA_LIST)
+        items: list[Obj] = doc.get("items") or []
+        for item in items:  # PartialObjectMetadata says its own kind; make it look like the object
+            item["apiVersion"], item["kind"] = res.api_version, kind
+        return items
 
     def list(
         self, api_version: str, kind: str, *, namespace: str | None = None, label_selector: str | None = None

@@ -1,9 +1,10 @@
 """Build the apply plan: steps (objects plus virtual gates) and the edges between them.
 
-Two kinds of virtual steps exist besides objects: a *webhook backend* (ready when the Service a webhook
-calls has a ready endpoint, its CA is in place and its Deployment is Available) and an *application*
-(ready when all its steps are ready; what ``dependsOn`` points at). The planner works offline, from the
-rendered objects alone; it never talks to the cluster.
+Three kinds of virtual steps exist besides objects: a *webhook backend* (ready when the Service a webhook
+calls has a ready endpoint, its CA is in place and its Deployment is Available), an *application* (ready
+when all its steps are ready; what ``dependsOn`` points at) and an *external* application's check (ready
+when the cluster serves its CRDs and the webhooks guarding them answer; nothing of it is applied).
+The planner works offline, from the rendered objects alone; it never talks to the cluster.
 """
 
 from __future__ import annotations
@@ -20,7 +21,15 @@ from kfctl.plan import rules
 from kfctl.plan.rules import EdgeRule
 from kfctl.plan.selectors import matches
 
-StepKind = Literal["object", "webhook-backend", "application"]
+StepKind = Literal["object", "webhook-backend", "application", "external"]
+
+
+@dataclass(frozen=True)
+class ExternalCheck:
+    """An application the cluster already provides (``external: true``): what must be there for the rest."""
+
+    application: str
+    crds: tuple[str, ...]  # <plural>.<group>, from the catalog component's metadata; () for others
 
 
 @dataclass(frozen=True)
@@ -46,6 +55,7 @@ class Step:
     key: ObjectKey | None = None
     obj: Obj | None = None
     backend: WebhookBackend | None = None
+    external: ExternalCheck | None = None
     wait: bool = True
 
 
@@ -100,13 +110,28 @@ def application_id(name: str) -> str:
     return f"application {name}"
 
 
-def build_plan(objects_by_app: Sequence[tuple[str, Sequence[Obj]]], *, depends_on: Mapping[str, Sequence[str]]) -> Plan:
+def external_id(name: str) -> str:
+    return f"external application {name}"
+
+
+def build_plan(
+    objects_by_app: Sequence[tuple[str, Sequence[Obj]]],
+    *,
+    depends_on: Mapping[str, Sequence[str]],
+    externals: Sequence[ExternalCheck] = (),
+) -> Plan:
     """The plan for applying every application's objects; ``depends_on`` maps application → applications.
+    ``externals`` are applications the cluster provides: one check step each, which dependents wait for.
 
     Raises PlanError on a dependency cycle, printing it.
     """
     plan = Plan()
     by_key: dict[ObjectKey, Step] = {}
+    for check in externals:
+        plan.applications.append(Application(check.application, ()))
+        step = Step(external_id(check.application), "external", check.application, external=check)
+        plan.steps[step.id] = step
+        plan.deps[step.id] = []
     for app, objs in objects_by_app:
         plan.applications.append(Application(app, tuple(d for d in depends_on.get(app, ()) if d != app)))
         for obj in objs:
@@ -127,6 +152,10 @@ class _Builder:
         self.by_key = by_key
         self.crds: dict[tuple[str, str], Step] = {}  # (group, kind) -> CRD step
         self.plurals: dict[tuple[str, str], str] = dict(rules.BUILTIN_PLURALS)
+        # CRD name (<plural>.<group>) → the external application's check that vouches for it.
+        self.external_crds: dict[str, Step] = {
+            crd: step for step in plan.steps.values() if step.external for crd in step.external.crds
+        }
         for step in by_key.values():
             if (step.key and step.key.kind == "CustomResourceDefinition") and step.obj:
                 spec = step.obj.get("spec") or {}
@@ -153,6 +182,9 @@ class _Builder:
     def _structural(self, step: Step, key: ObjectKey, obj: Obj) -> None:
         crd = self.crds.get((key.group, key.kind))
         self.edge(step, crd, rules.CRD)
+        if crd is None and key.group and self.external_crds:
+            plural = self.plurals.get((key.group, key.kind)) or rules.guess_plural(key.kind)
+            self.edge(step, self.external_crds.get(f"{plural}.{key.group}"), rules.EXTERNAL_CRD)
         if key.namespace:
             self.edge(step, self.by_key.get(ObjectKey("", "Namespace", "", key.namespace)), rules.NAMESPACE)
         spec = obj.get("spec") or {}

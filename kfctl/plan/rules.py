@@ -34,6 +34,9 @@ BACKEND_CERT = EdgeRule(
 )
 BACKEND_CONFIG = EdgeRule("backend", "the webhook configuration is registered", order_only=True)
 APP_MEMBER = EdgeRule("member", "part of the application", order_only=False)
+EXTERNAL_CRD = EdgeRule(
+    "external", "the cluster serves its kind (an external application's CRDs, checked)", order_only=False
+)
 
 HINT_ANNOTATION = "kfctl.kubeflow.org/depends-on"
 INJECT_CA_ANNOTATION = "cert-manager.io/inject-ca-from"

@@ -20,6 +20,12 @@ def format_plan(plan: Plan) -> str:
             if step.kind == "application":
                 lines.append(f"  {sid} ready when all its objects are")
                 continue
+            if step.kind == "external" and step.external is not None:
+                what = (
+                    f"its {len(step.external.crds)} CRDs" if step.external.crds else "nothing (not a catalog component)"
+                )
+                lines.append(f"  {sid}  provided by the cluster; kfctl checks {what} and the webhooks guarding them")
+                continue
             lines.append(f"  {sid}  [{step.app}]" + ("" if step.wait else "  (no wait)"))
             for edge in sorted(plan.deps.get(sid, []), key=lambda e: e.dependency):
                 if edge.rule.name == "member":

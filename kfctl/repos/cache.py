@@ -63,7 +63,7 @@ def cache_root(kfdef: KfDef) -> Path:
 
 def used_repos(kfdef: KfDef) -> list[Repo]:
     """Non-builtin repos that an enabled application reads from, in KfDef order."""
-    names = {a.repo.name for a in kfdef.enabled_applications() if not a.repo.builtin}
+    names = {a.repo.name for a in kfdef.installed_applications() if not a.repo.builtin}
     return [r for r in kfdef.repos if r.name in names]
 
 
@@ -75,7 +75,7 @@ def resolve_repos(kfdef: KfDef, *, offline: bool = False, refresh: bool = False)
     used = used_repos(kfdef)
     for repo in used:
         source = classify(repo, kfdef.app_dir, kfdef_path=kfdef.path)
-        app_paths = [a.path for a in kfdef.enabled_applications() if a.repo.name == repo.name]
+        app_paths = [a.path for a in kfdef.installed_applications() if a.repo.name == repo.name]
         path, entry = _resolve(
             source, locked.get(repo.name), cache_root(kfdef), offline=offline, result=result, app_paths=app_paths
         )

@@ -1,0 +1,179 @@
+"""Does a live object still hold what kfctl would send? Which of kfctl's fields did someone change?
+
+A re-apply must write nothing on an untouched platform and must put back what others changed in the fields
+kfctl renders (Argo CD, Flux and kapp all compare against the live state; a hash of what was last sent cannot
+see a ``kubectl set image``). ``differences`` answers from the objects alone: every field of the desired
+object must hold the same value in the live one; fields kfctl does not render (replicas an HPA manages,
+defaults, status, other managers' additions) are not looked at. Where the API server may have rewritten a
+value (a quantity, a list another manager added to) it reports a difference, and the engine asks the server
+with a dry run of the same apply: ``corrected_fields`` names the fields that differ now and hold after it.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import hashlib
+import re
+from collections.abc import Mapping
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from kfctl.engine import labels
+from kfctl.objects import Obj
+
+SERVER_FIELDS = ("managedFields", "resourceVersion", "generation", "creationTimestamp", "uid", "selfLink")
+IGNORED_ANNOTATIONS = (labels.HASH_ANNOTATION, "kubectl.kubernetes.io/last-applied-configuration")
+_QUANTITY = re.compile(r"^([+-]?[0-9.]+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?[0-9]+)?$")
+_SUFFIX = {
+    "": Decimal(1),
+    "m": Decimal("0.001"),
+    "k": Decimal(10) ** 3,
+    "M": Decimal(10) ** 6,
+    "G": Decimal(10) ** 9,
+    "T": Decimal(10) ** 12,
+    "P": Decimal(10) ** 15,
+    "E": Decimal(10) ** 18,
+    "Ki": Decimal(2) ** 10,
+    "Mi": Decimal(2) ** 20,
+    "Gi": Decimal(2) ** 30,
+    "Ti": Decimal(2) ** 40,
+    "Pi": Decimal(2) ** 50,
+    "Ei": Decimal(2) ** 60,
+}
+
+
+def comparable(obj: Obj, *, mask_secrets: bool = True) -> Obj:
+    """The object without what the server owns (managedFields, resourceVersion, status …) and kfctl's own
+    bookkeeping annotation; a Secret's values replaced by a short digest, so a change shows without the value."""
+    out = copy.deepcopy(obj)
+    meta = out.get("metadata") or {}
+    for f in SERVER_FIELDS:
+        meta.pop(f, None)
+    annotations = meta.get("annotations") or {}
+    for a in IGNORED_ANNOTATIONS:
+        annotations.pop(a, None)
+    if not annotations:
+        meta.pop("annotations", None)
+    out.pop("status", None)
+    if mask_secrets and _is_secret(out):
+        for section in ("data", "stringData"):
+            for k, v in (out.get(section) or {}).items():
+                raw = _b64(v) if section == "data" else str(v).encode()
+                out[section][k] = f"<masked sha256:{hashlib.sha256(raw).hexdigest()[:8]}>"
+    return out
+
+
+def differences(desired: Mapping[str, Any], live: Mapping[str, Any]) -> list[str]:
+    """The fields of ``desired`` whose value ``live`` does not hold ([] when it holds them all)."""
+    want = comparable(_with_string_data_encoded(desired), mask_secrets=False)
+    have = comparable(dict(live), mask_secrets=False)
+    out: list[str] = []
+    _compare(want, have, "", out)
+    return out
+
+
+def corrected_fields(desired: Mapping[str, Any], live: Mapping[str, Any], dry_run: Mapping[str, Any]) -> list[str]:
+    """kfctl's fields that differ in ``live`` and that the apply puts back (they hold in ``dry_run``, the
+    server's answer to the same apply); a value the server only rewrote differs in both and is not named."""
+    after = set(differences(desired, dry_run))
+    return [f for f in differences(desired, live) if f not in after]
+
+
+def _compare(want: Any, have: Any, path: str, out: list[str]) -> None:
+    if have is _MISSING and want in (None, {}, []):
+        return  # sets nothing: the server keeps no empty value, nor a null one (creationTimestamp: null)
+    if isinstance(want, Mapping):
+        if not isinstance(have, Mapping):
+            out.append(path or ".")
+            return
+        for k, v in want.items():
+            _compare(v, have.get(k, _MISSING), _join(path, str(k)), out)
+        return
+    if isinstance(want, list):
+        if not isinstance(have, list):
+            out.append(path)
+            return
+        if len(want) == len(have):
+            for i, (w, h) in enumerate(zip(want, have, strict=True)):
+                _compare(w, h, f"{path}[{_label(w, i)}]", out)
+            return
+        names = [w.get("name") for w in want if isinstance(w, Mapping)]
+        if len(names) == len(want) and all(isinstance(n, str) for n in names) and len(set(names)) == len(names):
+            by_name = {h.get("name"): h for h in have if isinstance(h, Mapping)}
+            for w in want:
+                _compare(w, by_name.get(w["name"], _MISSING), f"{path}[{w['name']}]", out)
+            return
+        out.append(path)
+        return
+    if not _same_scalar(want, have):
+        out.append(path)
+
+
+class _Missing:
+    pass
+
+
+_MISSING = _Missing()
+
+
+def _same_scalar(want: Any, have: Any) -> bool:
+    if want == have and type(want) is type(have):
+        return True
+    if isinstance(want, bool) or isinstance(have, bool):
+        return False
+    a, b = _quantity(want), _quantity(have)
+    return a is not None and a == b
+
+
+def _quantity(value: Any) -> Decimal | None:
+    """A number or a Kubernetes quantity ("500m", "1Gi", "1e3"), as a number; None for anything else."""
+    if isinstance(value, int | float):
+        return Decimal(str(value))
+    if not isinstance(value, str):
+        return None
+    m = _QUANTITY.match(value)
+    if m is None:
+        return None
+    try:
+        number = Decimal(m.group(1))
+    except InvalidOperation:
+        return None
+    suffix = m.group(2) or ""
+    if suffix[:1] in ("e", "E"):
+        return number * Decimal(10) ** int(suffix[1:])
+    return number * _SUFFIX[suffix]
+
+
+def _with_string_data_encoded(obj: Mapping[str, Any]) -> Obj:
+    """A Secret as the server stores it: ``stringData`` folded into ``data`` (base64)."""
+    out = dict(obj)
+    if _is_secret(out) and out.get("stringData"):
+        data = dict(out.get("data") or {})
+        for k, v in (out.pop("stringData") or {}).items():
+            data[k] = base64.b64encode(str(v).encode()).decode()
+        out["data"] = data
+    return out
+
+
+def _is_secret(obj: Mapping[str, Any]) -> bool:
+    return obj.get("kind") == "Secret" and obj.get("apiVersion") == "v1"
+
+
+def _b64(value: Any) -> bytes:
+    try:
+        return base64.b64decode(str(value))
+    except ValueError:
+        return str(value).encode()
+
+
+def _join(path: str, key: str) -> str:
+    part = f"[{key}]" if "." in key or "/" in key else key
+    if not path:
+        return part
+    return f"{path}{part}" if part.startswith("[") else f"{path}.{part}"
+
+
+def _label(item: Any, index: int) -> str:
+    name = item.get("name") if isinstance(item, Mapping) else None
+    return name if isinstance(name, str) else str(index)

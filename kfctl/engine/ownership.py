@@ -1,0 +1,254 @@
+"""Who owns each object a bundle is about to apply: this install, nobody yet, or someone else.
+
+Before its first write, apply reads every bundle object that already exists. An object is this install's
+when it carries the install's ApplySet label (only kfctl sets it) or the inventory recorded it with the same
+UID (someone stripped the label); those come back whole, for the engine's drift check. Anything else is
+*foreign*, described by who manages it — a Helm release, an Argo CD application, a Flux Kustomization or
+HelmRelease, a kapp app, another kfctl install or ApplySet, a controlling owner, else its field managers —
+and stops the run unless the user adopts it (Helm and kapp refuse the same way). A Namespace that carries no
+one's marks is shared as it always was, but recorded as adopted: kfctl did not create it, so it does not
+delete it by default.
+
+Reads cost one labelled LIST per kind (our objects, whole) and, only for bundle objects not found in it, one
+metadata-only LIST per kind and namespace. This module only reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from kfctl.engine import labels
+from kfctl.engine.inventory import Inventory
+from kfctl.k8s.api import ApiError, Cluster, NoKindMatch, Resource
+from kfctl.objects import Obj, ObjectKey, key_of
+
+HELM_RELEASE = "meta.helm.sh/release-name"
+HELM_NAMESPACE = "meta.helm.sh/release-namespace"
+MANAGED_BY = "app.kubernetes.io/managed-by"
+ARGOCD_TRACKING = "argocd.argoproj.io/tracking-id"  # <app>:<group>/<kind>:<namespace>/<name>
+ARGOCD_LABEL = "app.kubernetes.io/instance"  # Argo CD's label tracking (its default before v3)
+ARGOCD_CUSTOM_LABEL = "argocd.argoproj.io/instance"  # the custom tracking label its docs suggest
+FLUX_OWNERS = (
+    ("kustomize.toolkit.fluxcd.io/name", "kustomize.toolkit.fluxcd.io/namespace", "Flux Kustomization"),
+    ("helm.toolkit.fluxcd.io/name", "helm.toolkit.fluxcd.io/namespace", "Flux HelmRelease"),
+)
+KAPP_APP = "kapp.k14s.io/app"
+NOT_ALLOWED = (401, 403, 405)
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Who manages a foreign object, in words, and whether that is a tool's mark (not just field managers)."""
+
+    description: str
+    marked: bool
+
+
+@dataclass(frozen=True)
+class ForeignObject:
+    key: ObjectKey
+    application: str  # the bundle's application that renders it
+    owner: Owner
+    uid: str
+    live: Obj = field(default_factory=dict, compare=False, repr=False)  # its metadata, as read
+
+    def describe(self) -> str:
+        return f"{self.key} ({self.application}): {self.owner.description}"
+
+
+@dataclass
+class Scan:
+    """What exists of the bundle. ``live`` is exact for every key it holds: this install's object (whole), or
+    None when nothing exists; a key it lacks (its kind could not be listed) must be read before applying."""
+
+    live: dict[ObjectKey, Obj | None] = field(default_factory=dict)
+    foreign: list[ForeignObject] = field(default_factory=list)  # stop the run unless adopted
+    shared: list[ForeignObject] = field(default_factory=list)  # plain namespaces: applied, recorded as adopted
+
+
+def owner_of(obj: Mapping[str, Any]) -> Owner:
+    """Who manages ``obj``, from the marks each tool leaves on what it installs."""
+    meta = obj.get("metadata") or {}
+    tags: Mapping[str, str] = meta.get("labels") or {}
+    notes: Mapping[str, str] = meta.get("annotations") or {}
+    if notes.get(HELM_RELEASE) or tags.get(MANAGED_BY) == "Helm":
+        release = notes.get(HELM_RELEASE, "?")
+        where = f"{notes[HELM_NAMESPACE]}/" if notes.get(HELM_NAMESPACE) else ""
+        return Owner(f"Helm release {where}{release}", True)
+    if notes.get(ARGOCD_TRACKING):
+        return Owner(f"Argo CD application {str(notes[ARGOCD_TRACKING]).split(':', 1)[0]}", True)
+    if tags.get(ARGOCD_CUSTOM_LABEL):
+        return Owner(f"Argo CD application {tags[ARGOCD_CUSTOM_LABEL]}", True)
+    for name_label, ns_label, what in FLUX_OWNERS:
+        if tags.get(name_label):
+            where = f"{tags[ns_label]}/" if tags.get(ns_label) else ""
+            return Owner(f"{what} {where}{tags[name_label]}", True)
+    if tags.get(KAPP_APP):
+        return Owner(f"kapp app ({KAPP_APP}={tags[KAPP_APP]})", True)
+    if tags.get(labels.PART_OF):
+        if tags.get(labels.APP_LABEL):
+            return Owner(f"kfctl install {tags[labels.APP_LABEL]} (ApplySet {tags[labels.PART_OF]})", True)
+        return Owner(f"ApplySet {tags[labels.PART_OF]}", True)
+    if tags.get(ARGOCD_LABEL):
+        return Owner(f"Argo CD application {tags[ARGOCD_LABEL]} (label {ARGOCD_LABEL})", True)
+    controller = next((r for r in meta.get("ownerReferences") or [] if r.get("controller")), None)
+    if controller is not None:
+        return Owner(f"controlled by {controller.get('kind')} {controller.get('name')}", True)
+    managers = list(dict.fromkeys(str(f.get("manager", "?")) for f in meta.get("managedFields") or []))
+    if managers:
+        return Owner(f"field managers: {', '.join(managers)}", False)
+    return Owner("no owner recorded", False)
+
+
+def scan(
+    cluster: Cluster,
+    objects: Iterable[tuple[str, Obj]],
+    *,
+    applyset_id: str,
+    inventory: Inventory | None,
+    workers: int = 8,
+) -> Scan:
+    """Read what exists of ``objects`` (application, object) and sort it into ours, absent and foreign."""
+    kinds: dict[tuple[str, str], list[tuple[ObjectKey, str, Obj]]] = {}
+    for app, obj in objects:
+        key = key_of(obj)
+        kinds.setdefault((key.group, key.kind), []).append((key, app, obj))
+    recorded = {k: m.uid for k, m in (inventory.members.items() if inventory else ()) if m.uid}
+    result = Scan()
+
+    def one(members: Sequence[tuple[ObjectKey, str, Obj]]) -> Scan:
+        return _scan_kind(cluster, members, applyset_id=applyset_id, recorded=recorded)
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kfctl-scan") as pool:
+        for part in pool.map(one, kinds.values()):
+            result.live.update(part.live)
+            result.foreign += part.foreign
+            result.shared += part.shared
+    result.foreign.sort(key=lambda f: (f.owner.description, f.key))
+    result.shared.sort(key=lambda f: f.key)
+    return result
+
+
+def _scan_kind(
+    cluster: Cluster,
+    members: Sequence[tuple[ObjectKey, str, Obj]],
+    *,
+    applyset_id: str,
+    recorded: Mapping[ObjectKey, str],
+) -> Scan:
+    out = Scan()
+    first = members[0][0]
+    res = _resource(cluster, str(members[0][2].get("apiVersion", "")), first)
+    if res is None:  # the kind is not served: its CRD is not installed, so no object of it exists
+        out.live.update({key: None for key, _, _ in members})
+        return out
+    try:
+        ours = cluster.list(res.api_version, first.kind, label_selector=f"{labels.PART_OF}={applyset_id}")
+    except ApiError as e:
+        if e.status not in NOT_ALLOWED:
+            raise
+        return _scan_each(cluster, res, members, applyset_id=applyset_id, recorded=recorded)
+    found = {_where(item, res): item for item in ours}
+    missing = [(key, app) for key, app, _ in members if (key.namespace, key.name) not in found]
+    for key, _, _ in members:
+        item = found.get((key.namespace, key.name))
+        if item is not None:
+            out.live[key] = _trim(item)
+    if not missing:
+        return out
+    others: dict[tuple[str, str], Obj] = {}
+    try:
+        for ns in sorted({key.namespace for key, _ in missing}):
+            for item in cluster.list_metadata(res.api_version, first.kind, namespace=ns or None):
+                others[_where(item, res)] = item
+    except ApiError as e:
+        if e.status not in NOT_ALLOWED:
+            raise
+        rest: list[tuple[ObjectKey, str, Obj]] = [(k, a, {}) for k, a in missing]
+        return _scan_each(cluster, res, rest, applyset_id=applyset_id, recorded=recorded, into=out)
+    for key, app in missing:
+        _sort(cluster, res, key, app, others.get((key.namespace, key.name)), out, recorded=recorded)
+    return out
+
+
+def _scan_each(
+    cluster: Cluster,
+    res: Resource,
+    members: Sequence[tuple[ObjectKey, str, Obj]],
+    *,
+    applyset_id: str,
+    recorded: Mapping[ObjectKey, str],
+    into: Scan | None = None,
+) -> Scan:
+    """Where listing is not allowed (namespace-scoped RBAC), read each object; unreadable ones stay unknown
+    (their apply will meet the same refusal and say so)."""
+    out = into or Scan()
+    for key, app, _ in members:
+        try:
+            live = cluster.get(res.api_version, key.kind, namespace=key.namespace, name=key.name)
+        except ApiError as e:
+            if e.status not in NOT_ALLOWED:
+                raise
+            continue
+        if live is not None and labels.owned_by(live, applyset_id):
+            out.live[key] = _trim(live)
+        else:
+            _sort(cluster, res, key, app, live, out, recorded=recorded)
+    return out
+
+
+def _sort(
+    cluster: Cluster,
+    res: Resource,
+    key: ObjectKey,
+    app: str,
+    meta_obj: Obj | None,
+    out: Scan,
+    *,
+    recorded: Mapping[ObjectKey, str],
+) -> None:
+    """File one object that does not carry our label: absent, ours by recorded UID, shared, or foreign."""
+    if meta_obj is None:
+        out.live[key] = None
+        return
+    meta = meta_obj.get("metadata") or {}
+    uid = str(meta.get("uid", ""))
+    if recorded.get(key) == uid:  # ours, label removed by someone: read it whole for the drift check
+        live = cluster.get(res.api_version, key.kind, namespace=key.namespace, name=key.name)
+        out.live[key] = _trim(live) if live is not None else None
+        return
+    owner = owner_of(meta_obj)
+    foreign = ForeignObject(key, app, owner, uid, meta_obj)
+    if (key.group, key.kind) == ("", "Namespace") and not owner.marked:
+        out.shared.append(foreign)
+        live = cluster.get(res.api_version, key.kind, namespace="", name=key.name)
+        out.live[key] = _trim(live) if live is not None else None
+        return
+    out.foreign.append(foreign)
+
+
+def _resource(cluster: Cluster, api_version: str, key: ObjectKey) -> Resource | None:
+    """The kind's mapping at the bundle's version, else at any served version (objects are the same object
+    at every version), else None: not served at all."""
+    try:
+        return cluster.resource(api_version, key.kind)
+    except NoKindMatch:
+        pass
+    try:
+        return cluster.resource_for_key(key)
+    except NoKindMatch:
+        return None
+
+
+def _where(item: Mapping[str, Any], res: Resource) -> tuple[str, str]:
+    meta = item.get("metadata") or {}
+    return (str(meta.get("namespace") or "") if res.namespaced else "", str(meta.get("name", "")))
+
+
+def _trim(item: Obj) -> Obj:
+    """Drop managedFields: the bulk of a listed object, and never compared."""
+    (item.get("metadata") or {}).pop("managedFields", None)
+    return item

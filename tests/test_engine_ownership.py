@@ -1,0 +1,263 @@
+"""Ownership: who manages an object kfctl is about to write, what stops the run, what is adopted and kept."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakecluster import FakeCluster, obj
+
+from kfctl.app.apply import _adoption
+from kfctl.catalog.model import Catalog
+from kfctl.config.loader import parse_kfdef
+from kfctl.engine import labels, ownership
+from kfctl.engine.events import EventLog
+from kfctl.engine.inventory import Inventory, Member
+from kfctl.engine.probe import external_health
+from kfctl.engine.remove import RemoveOptions, remove
+from kfctl.errors import ConfigError, OwnershipError
+from kfctl.objects import Obj, ObjectKey, key_of
+from kfctl.plan.graph import ExternalCheck, build_plan, external_id
+
+OURS = "applyset-ours-v1"
+
+
+def meta(labels_: dict[str, str] | None = None, annotations: dict[str, str] | None = None, **more: Any) -> Obj:
+    return {"metadata": {"labels": labels_ or {}, "annotations": annotations or {}, **more}}
+
+
+@pytest.mark.parametrize(
+    ("live", "owner"),
+    [
+        pytest.param(
+            meta(
+                {"app.kubernetes.io/managed-by": "Helm"},
+                {"meta.helm.sh/release-name": "cert-manager", "meta.helm.sh/release-namespace": "cert-manager"},
+            ),
+            ownership.Owner("Helm release cert-manager/cert-manager", True),
+            id="helm-release",
+        ),
+        pytest.param(
+            meta({"app.kubernetes.io/managed-by": "Helm"}),
+            ownership.Owner("Helm release ?", True),
+            id="helm-label-without-release-annotations",
+        ),
+        pytest.param(
+            meta(annotations={"argocd.argoproj.io/tracking-id": "platform:apps/Deployment:kubeflow/op"}),
+            ownership.Owner("Argo CD application platform", True),
+            id="argocd-annotation-tracking",
+        ),
+        pytest.param(
+            meta({"app.kubernetes.io/instance": "platform"}),
+            ownership.Owner("Argo CD application platform (label app.kubernetes.io/instance)", True),
+            id="argocd-label-tracking",
+        ),
+        pytest.param(
+            meta({"kustomize.toolkit.fluxcd.io/name": "infra", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}),
+            ownership.Owner("Flux Kustomization flux-system/infra", True),
+            id="flux-kustomization",
+        ),
+        pytest.param(
+            meta({"kapp.k14s.io/app": "1700000000"}),
+            ownership.Owner("kapp app (kapp.k14s.io/app=1700000000)", True),
+            id="kapp",
+        ),
+        pytest.param(
+            meta({labels.PART_OF: "applyset-other-v1", labels.APP_LABEL: "team-b"}),
+            ownership.Owner("kfctl install team-b (ApplySet applyset-other-v1)", True),
+            id="another-kfctl-install",
+        ),
+        pytest.param(
+            meta({labels.PART_OF: "applyset-other-v1"}),
+            ownership.Owner("ApplySet applyset-other-v1", True),
+            id="another-applyset-tool",
+        ),
+        pytest.param(
+            meta(ownerReferences=[{"kind": "ReplicaSet", "name": "web-1", "controller": True}]),
+            ownership.Owner("controlled by ReplicaSet web-1", True),
+            id="a-controllers-object",
+        ),
+        pytest.param(
+            meta(managedFields=[{"manager": "kubectl-client-side-apply"}, {"manager": "kubectl-edit"}]),
+            ownership.Owner("field managers: kubectl-client-side-apply, kubectl-edit", False),
+            id="someones-kubectl",
+        ),
+        pytest.param(meta(), ownership.Owner("no owner recorded", False), id="nothing-recorded"),
+    ],
+)
+def test_the_owner_of_a_foreign_object_is_named_from_the_marks_its_tool_leaves(live: Obj, owner: object) -> None:
+    assert ownership.owner_of(live) == owner
+
+
+HELM = {"app.kubernetes.io/managed-by": "Helm"}
+HELM_NOTES = {"meta.helm.sh/release-name": "cert-manager", "meta.helm.sh/release-namespace": "cert-manager"}
+
+
+def test_the_scan_sorts_existing_objects_into_ours_absent_shared_and_foreign() -> None:
+    cluster = FakeCluster()
+    ours = cluster.put(
+        labels.prepare(obj("v1", "ConfigMap", "ours", "demo"), applyset_id=OURS, kfdef_name="d", application="app")
+    )
+    unlabelled = cluster.put(obj("v1", "ConfigMap", "label-stripped", "demo"))
+    cluster.put(obj("v1", "ConfigMap", "helms", "demo", labels=HELM, annotations=HELM_NOTES))
+    cluster.put(obj("v1", "Namespace", "demo"))
+    inv = Inventory("kfctl-d", "demo", "c")
+    inv.members[key_of(unlabelled)] = Member(key_of(unlabelled), "app", unlabelled["metadata"]["uid"])
+    names = ("ours", "label-stripped", "helms", "new")
+    bundle = [("app", obj("v1", "Namespace", "demo")), *(("app", obj("v1", "ConfigMap", n, "demo")) for n in names)]
+    found = ownership.scan(cluster, bundle, applyset_id=OURS, inventory=inv)
+    cm = lambda n: ObjectKey("", "ConfigMap", "demo", n)  # noqa: E731
+    assert found.live[cm("ours")] is not None and found.live[cm("ours")]["metadata"]["uid"] == ours["metadata"]["uid"]
+    assert found.live[cm("label-stripped")] is not None  # ours by the UID the inventory recorded
+    assert found.live[cm("new")] is None
+    assert [(f.key, f.owner.description) for f in found.foreign] == [
+        (cm("helms"), "Helm release cert-manager/cert-manager")
+    ]
+    assert [f.key for f in found.shared] == [ObjectKey("", "Namespace", "", "demo")]
+
+
+def kfdef(body: str, catalog: Catalog) -> Any:
+    head = "apiVersion: kfdef.apps.kubeflow.org/v1\nkind: KfDef\nmetadata:\n  name: demo\nspec:\n"
+    return parse_kfdef(head + textwrap.indent(textwrap.dedent(body), "  "), path=Path("kfdef.yaml"), catalog=catalog)
+
+
+def test_foreign_objects_stop_the_run_listing_each_with_its_owner_and_the_ways_out(catalog: Catalog) -> None:
+    cluster = FakeCluster()
+    for name in ("a", "b"):
+        cluster.put(obj("v1", "ConfigMap", name, "demo", labels=HELM, annotations=HELM_NOTES))
+    bundle = [("cert-manager", obj("v1", "ConfigMap", n, "demo")) for n in ("a", "b")]
+    found = ownership.scan(cluster, bundle, applyset_id=OURS, inventory=None)
+    with pytest.raises(OwnershipError) as info:
+        _adoption(found, kfdef("applications: [{name: cert-manager}]", catalog), adopt_all=False)
+    assert info.value.exit_code == 11
+    assert info.value.message == (
+        "2 object(s) the KfDef would install exist already under another owner "
+        "(Helm release cert-manager/cert-manager); nothing was written"
+    )
+    assert info.value.details == [
+        "ConfigMap demo/a (cert-manager): Helm release cert-manager/cert-manager",
+        "ConfigMap demo/b (cert-manager): Helm release cert-manager/cert-manager",
+    ]
+    assert "external: true" in (info.value.hint or "") and "--adopt" in (info.value.hint or "")
+    adopt_one = kfdef("applications: [{name: cert-manager, adopt: true}]", catalog)
+    assert _adoption(found, adopt_one, adopt_all=False) == {
+        ObjectKey("", "ConfigMap", "demo", "a"): "Helm release cert-manager/cert-manager",
+        ObjectKey("", "ConfigMap", "demo", "b"): "Helm release cert-manager/cert-manager",
+    }
+
+
+FAST = RemoveOptions(wait_timeout=1.0, poll_interval=0.01)
+
+
+@pytest.mark.parametrize(
+    ("options", "kept"),
+    [
+        pytest.param(FAST, True, id="kept-by-default"),
+        pytest.param(RemoveOptions(wait_timeout=1.0, poll_interval=0.01, adopted=True), False, id="deleted-when-asked"),
+    ],
+)
+def test_an_adopted_object_is_kept_by_delete_and_prune_unless_asked(options: RemoveOptions, kept: bool) -> None:
+    cluster = FakeCluster()
+    stored = cluster.put(
+        labels.prepare(obj("v1", "ConfigMap", "c", "demo"), applyset_id=OURS, kfdef_name="d", application="app")
+    )
+    member = Member(key_of(stored), "cert-manager", stored["metadata"]["uid"], "Helm release cert-manager/cm")
+    log = EventLog()
+    result = remove(cluster, [member], applyset_id=OURS, reporter=log, options=options, verb="Deleted")
+    assert (cluster.live(member.key) is not None) is kept
+    if kept:
+        assert result.kept == [
+            (
+                member.key,
+                "adopted from Helm release cert-manager/cm (kfctl did not create it); kept without --prune-adopted",
+            )
+        ]
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        pytest.param(
+            "applications: [{name: cert-manager, external: true, adopt: true}]",
+            "kfdef.yaml:6:55 spec.applications[0].adopt: an external application is not applied, so there is "
+            "nothing to adopt; keep one of external, adopt",
+            id="external-and-adopt",
+        ),
+        pytest.param(
+            "applications: [{name: cert-manager, external: yes-please}]",
+            "kfdef.yaml:6:39 spec.applications[0].external: must be true or false, got a string",
+            id="not-a-boolean",
+        ),
+        pytest.param(
+            """\
+            applications:
+              - name: katib
+                external: true
+                kustomizeConfig:
+                  parameters: [{name: dbPvcSize, value: 20Gi}]
+            """,
+            "kfdef.yaml:10:9 spec.applications[0].kustomizeConfig.parameters: not used: the application is "
+            "external (the cluster provides it; kfctl renders nothing for it); remove kustomizeConfig.parameters "
+            "or external: true",
+            id="parameters-of-an-external-application",
+        ),
+    ],
+)
+def test_the_loader_checks_external_and_adopt(body: str, expected: str, catalog: Catalog) -> None:
+    with pytest.raises(ConfigError) as info:
+        kfdef(body, catalog)
+    assert info.value.details == [expected]
+
+
+def test_an_external_application_is_checked_not_rendered(catalog: Catalog) -> None:
+    k = kfdef("applications: [{name: cert-manager, external: true}, {name: common}]", catalog)
+    assert [a.name for a in k.installed_applications()] == ["common"]
+    assert [a.name for a in k.enabled_applications()] == ["cert-manager", "common"]
+
+
+def crd(name: str, group: str) -> Obj:
+    return obj(
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        name,
+        spec={"group": group, "scope": "Namespaced", "names": {"kind": "Certificate", "plural": name.split(".")[0]}},
+        status={"conditions": [{"type": "Established", "status": "True"}, {"type": "NamesAccepted", "status": "True"}]},
+    )
+
+
+def test_objects_of_an_external_applications_kinds_wait_for_its_check() -> None:
+    check = ExternalCheck("cert-manager", ("certificates.cert-manager.io",))
+    cert = obj("cert-manager.io/v1", "Certificate", "serving", "kubeflow")
+    plan = build_plan([("kserve", [cert])], depends_on={"kserve": ["cert-manager"]}, externals=[check])
+    deps = {e.dependency for e in plan.deps["Certificate.cert-manager.io kubeflow/serving"]}
+    assert external_id("cert-manager") in deps
+
+
+@pytest.mark.parametrize(
+    ("present", "state", "message"),
+    [
+        pytest.param(
+            [],
+            "failed",
+            "the cluster does not serve certificates.cert-manager.io; the KfDef says it provides application "
+            "cert-manager (external: true): install it, or drop external: true to let kfctl install it",
+            id="not-installed",
+        ),
+        pytest.param(
+            [crd("certificates.cert-manager.io", "cert-manager.io")],
+            "ready",
+            "1 CRDs served, 0 webhook(s) guarding them answer",
+            id="installed-no-webhook",
+        ),
+    ],
+)
+def test_an_external_application_is_ready_when_the_cluster_serves_its_crds(
+    present: list[Obj], state: str, message: str
+) -> None:
+    cluster = FakeCluster()
+    for o in present:
+        cluster.put(o)
+    h = external_health(cluster, ExternalCheck("cert-manager", ("certificates.cert-manager.io",)))
+    assert (h.state, h.message) == (state, message)
