@@ -88,6 +88,13 @@ class OwnershipError(KfctlError):
     kind = "ownership conflict"
 
 
+class LockedError(KfctlError):
+    """Another kfctl run of the same install (apply, delete) holds its Lease and did not free it in time."""
+
+    exit_code = 12
+    kind = "locked"
+
+
 class InterruptedError_(KfctlError):
     """The user pressed Ctrl-C; state in the cluster is left consistent (the inventory is a superset)."""
 

@@ -35,6 +35,7 @@ BUILTIN: dict[tuple[str, str], tuple[str, bool]] = {
     ("rbac.authorization.k8s.io", "ClusterRole"): ("clusterroles", False),
     ("rbac.authorization.k8s.io", "ClusterRoleBinding"): ("clusterrolebindings", False),
     ("storage.k8s.io", "StorageClass"): ("storageclasses", False),
+    ("coordination.k8s.io", "Lease"): ("leases", True),
     ("apiextensions.k8s.io", "CustomResourceDefinition"): ("customresourcedefinitions", False),
     ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): ("validatingwebhookconfigurations", False),
     ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): ("mutatingwebhookconfigurations", False),
@@ -45,6 +46,7 @@ VERSIONS = {
     "discovery.k8s.io": "v1",
     "rbac.authorization.k8s.io": "v1",
     "storage.k8s.io": "v1",
+    "coordination.k8s.io": "v1",
     "apiextensions.k8s.io": "v1",
     "admissionregistration.k8s.io": "v1",
 }
@@ -210,6 +212,31 @@ class FakeCluster:
                 if k.kind == "CustomResourceDefinition" and spec.get("scope") == "Namespaced":
                     out.append(Resource(spec["group"], "v1", spec["names"]["kind"], spec["names"]["plural"], True))
         return tuple(out)
+
+    def create(self, obj: Obj) -> Obj:
+        self.stats.count("POST", lock=True)
+        key = key_of(obj)
+        new = copy.deepcopy(obj)
+        new["metadata"].update(uid=f"uid-{next(self._uids)}", resourceVersion=str(next(self._uids)))
+        with self._lock:
+            if key in self.objects:
+                raise ApiError(409, f"{key} already exists", reason="AlreadyExists")
+            self.objects[key] = new
+        return copy.deepcopy(new)
+
+    def replace(self, obj: Obj) -> Obj:
+        self.stats.count("PUT", lock=True)
+        key = key_of(obj)
+        with self._lock:
+            old = self.objects.get(key)
+            if old is None:
+                raise ApiError(404, f"{key} not found", reason="NotFound")
+            if (obj.get("metadata") or {}).get("resourceVersion") != old["metadata"].get("resourceVersion"):
+                raise ApiError(409, "the object has been modified; please apply your changes", reason="Conflict")
+            new = copy.deepcopy(obj)
+            new["metadata"].update(uid=old["metadata"]["uid"], resourceVersion=str(next(self._uids)))
+            self.objects[key] = new
+        return copy.deepcopy(new)
 
     def delete(self, api_version: str, kind: str, *, namespace: str, name: str, uid: str | None = None) -> bool:
         self.stats.count("DELETE")

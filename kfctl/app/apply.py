@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -24,11 +25,13 @@ from kfctl.config.model import KfDef
 from kfctl.engine import inventory, labels, ownership
 from kfctl.engine.apply import ApplyOptions, ApplyResult, Engine
 from kfctl.engine.events import Event, Reporter
+from kfctl.engine.lease import install_lock
 from kfctl.engine.remove import RemoveOptions, RemoveResult, remove
 from kfctl.engine.retry import Classified, retry_transient
 from kfctl.errors import ApiDeniedError, HealthError, KfctlError, OwnershipError, PlanError
 from kfctl.k8s.api import Cluster
 from kfctl.objects import ObjectKey
+from kfctl.plan.graph import Plan
 
 T = TypeVar("T")
 
@@ -82,6 +85,7 @@ def apply_kfdef(
     prune: RemoveOptions | None,
     render: bool = True,
     adopt: bool = False,
+    lock_timeout: float = 30.0,
 ) -> ApplySummary:
     """Install or update the platform; the summary carries the error (if any) for the CLI to raise."""
     start = time.monotonic()
@@ -93,15 +97,59 @@ def apply_kfdef(
     cluster_id = identify(cluster)
     with talking_to(cluster, "checking the target namespaces"):
         _preflight_namespaces(cluster, bundle)
+    persist = _Persist(cluster, reporter, deadline=time.monotonic() + options.wait_timeout)
+    with ExitStack() as held:
+        with talking_to(cluster, "checking what exists of the bundle"):
+            if persist(lambda: cluster.get("v1", "Namespace", namespace="", name=kfdef.namespace)) is None:
+                # A first install: the lock's namespace is to be made, so check ownership before making it.
+                _adoption(persist(lambda: _scan(cluster, bundle, None)), kfdef, adopt_all=adopt)
+                persist(lambda: _ensure_inventory_namespace(cluster, bundle))
+        with talking_to(cluster, f"taking the lock of install {kfdef.name}"):
+            held.enter_context(
+                install_lock(
+                    cluster,
+                    install=kfdef.name,
+                    namespace=kfdef.namespace,
+                    command="apply",
+                    wait=lock_timeout,
+                    reporter=reporter,
+                )
+            )
+        return _apply_locked(
+            kfdef,
+            bundle,
+            plan,
+            cluster,
+            cluster_id,
+            reporter,
+            persist,
+            options=options,
+            prune=prune,
+            adopt=adopt,
+            start=start,
+        )
+
+
+def _apply_locked(
+    kfdef: KfDef,
+    bundle: Bundle,
+    plan: Plan,
+    cluster: Cluster,
+    cluster_id: str,
+    reporter: Reporter,
+    persist: _Persist,
+    *,
+    options: ApplyOptions,
+    prune: RemoveOptions | None,
+    adopt: bool,
+    start: float,
+) -> ApplySummary:
+    """The run, under the install's lock: read, check ownership, record, apply, wait, prune, record."""
     summary = ApplySummary(objects=len(plan.objects()))
     where = f"{kfdef.namespace}/{bundle.inventory_name}"
-    persist = _Persist(cluster, reporter, deadline=time.monotonic() + options.wait_timeout)
-
     with talking_to(cluster, f"reading the inventory {where} and what exists of the bundle"):
         old = persist(lambda: inventory.read(cluster, name=bundle.inventory_name, namespace=kfdef.namespace))
-        found = persist(
-            lambda: ownership.scan(cluster, bundle.objects(), applyset_id=bundle.applyset_id, inventory=old)
-        )
+        found = persist(lambda: _scan(cluster, bundle, old))
     adopting = _adoption(found, kfdef, adopt_all=adopt)
     with talking_to(cluster, f"recording the inventory {where} before applying"):
         persist(lambda: _ensure_inventory_namespace(cluster, bundle))
@@ -184,6 +232,10 @@ class _Persist:
 def _after(merged: inventory.Inventory, old: inventory.Inventory | None) -> inventory.Inventory | None:
     """What the cluster holds now: ``merged`` if it was written, else ``old``."""
     return merged if not merged.same_as(old) else old
+
+
+def _scan(cluster: Cluster, bundle: Bundle, recorded: inventory.Inventory | None) -> ownership.Scan:
+    return ownership.scan(cluster, bundle.objects(), applyset_id=bundle.applyset_id, inventory=recorded)
 
 
 def _adoption(found: ownership.Scan, kfdef: KfDef, *, adopt_all: bool) -> dict[ObjectKey, str]:

@@ -4,13 +4,14 @@ Refuses to run against a cluster other than the one the app directory was applie
 recorded at apply time, in APPDIR/.cache/cluster.json and in the inventory) unless forced. PVCs and PVs
 stay unless storage deletion is asked for, and so do the namespaces holding them; a namespace holding objects
 kfctl did not apply (a user's, another kfctl app's) stays unless forced, naming them; objects kfctl adopted
-rather than created stay unless asked for.
+rather than created stay unless asked for. Like apply, it holds the install's lock while it runs.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,7 @@ from kfctl.app.cluster import ClusterRecord, identify, talking_to
 from kfctl.config.model import KfDef
 from kfctl.engine import inventory
 from kfctl.engine.events import Reporter
+from kfctl.engine.lease import install_lock
 from kfctl.engine.remove import RemoveOptions, remove
 from kfctl.errors import ApiDeniedError, ClusterError, HealthError, KfctlError
 from kfctl.k8s.api import Cluster
@@ -57,26 +59,41 @@ def delete_kfdef(
     wait_timeout: float,
     force_namespaces: bool = False,
     delete_adopted: bool = False,
+    lock_timeout: float = 30.0,
 ) -> DeleteSummary:
     start = time.monotonic()
     cluster = open_cluster()
     cluster_id = identify(cluster)
-    with talking_to(cluster, "deleting"):
-        return _delete(
-            kfdef,
-            cluster,
-            cluster_id,
-            start=start,
-            reporter=reporter,
-            delete_storage=delete_storage,
-            force=force,
-            wait_timeout=wait_timeout,
-            force_namespaces=force_namespaces,
-            delete_adopted=delete_adopted,
-        )
+    with ExitStack() as held:
+        with talking_to(cluster, f"taking the lock of install {kfdef.name}"):
+            # No namespace, no inventory: nothing to delete and nothing to lock.
+            if cluster.get("v1", "Namespace", namespace="", name=kfdef.namespace) is not None:
+                held.enter_context(
+                    install_lock(
+                        cluster,
+                        install=kfdef.name,
+                        namespace=kfdef.namespace,
+                        command="delete",
+                        wait=lock_timeout,
+                        reporter=reporter,
+                    )
+                )
+        with talking_to(cluster, "deleting"):
+            return _delete_locked(
+                kfdef,
+                cluster,
+                cluster_id,
+                start=start,
+                reporter=reporter,
+                delete_storage=delete_storage,
+                force=force,
+                wait_timeout=wait_timeout,
+                force_namespaces=force_namespaces,
+                delete_adopted=delete_adopted,
+            )
 
 
-def _delete(
+def _delete_locked(
     kfdef: KfDef,
     cluster: Cluster,
     cluster_id: str,

@@ -1,4 +1,5 @@
-"""`kfctl status`: the health of every object kfctl recorded, per object and per application."""
+"""`kfctl status`: the health of every object kfctl recorded, per object and per application, and of the
+applications the KfDef says the cluster provides (``external: true``), checked as apply checks them."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kfctl.app.cluster import identify, talking_to
+from kfctl.catalog.model import Catalog
 from kfctl.config.model import KfDef
 from kfctl.engine import inventory
-from kfctl.engine.probe import get_key, object_health
+from kfctl.engine.probe import external_health, get_key, object_health
 from kfctl.health.model import Health, failed, progressing
 from kfctl.k8s.api import ApiError, Cluster, NoKindMatch
 from kfctl.objects import ObjectKey
+from kfctl.plan.graph import ExternalCheck
 
 
 @dataclass(frozen=True)
@@ -27,9 +30,10 @@ class ObjectStatus:
 class StatusReport:
     applied: bool
     objects: list[ObjectStatus] = field(default_factory=list)
+    externals: dict[str, Health] = field(default_factory=dict)  # application → its check, "external: …"
 
     def by_application(self) -> dict[str, Health]:
-        out: dict[str, Health] = {}
+        out: dict[str, Health] = dict(self.externals)
         apps: dict[str, list[ObjectStatus]] = {}
         for o in self.objects:
             apps.setdefault(o.application, []).append(o)
@@ -45,13 +49,18 @@ class StatusReport:
 
     @property
     def healthy(self) -> bool:
-        return self.applied and all(o.health.ready for o in self.objects)
+        return (
+            self.applied and all(o.health.ready for o in self.objects) and all(h.ready for h in self.externals.values())
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "applied": self.applied,
             "healthy": self.healthy,
-            "applications": {a: {"state": h.state, "message": h.message} for a, h in self.by_application().items()},
+            "applications": {
+                a: {"state": h.state, "message": h.message, "external": a in self.externals}
+                for a, h in sorted(self.by_application().items())
+            },
             "objects": [
                 {
                     "object": str(o.key),
@@ -64,13 +73,20 @@ class StatusReport:
         }
 
 
-def status_of(kfdef: KfDef, *, open_cluster: Callable[[], Cluster]) -> StatusReport:
+def status_of(kfdef: KfDef, catalog: Catalog, *, open_cluster: Callable[[], Cluster]) -> StatusReport:
     cluster = open_cluster()
     identify(cluster)
+    externals: dict[str, Health] = {}
+    with talking_to(cluster, "checking the applications the cluster provides"):
+        for app in kfdef.enabled_applications():
+            if app.external:
+                component = catalog.components.get(app.component or "")
+                h = external_health(cluster, ExternalCheck(app.name, component.crds if component else ()))
+                externals[app.name] = Health(h.state, f"external: {h.message}")
     with talking_to(cluster, "reading the inventory"):
         inv = inventory.read(cluster, name=inventory.parent_name(kfdef.name), namespace=kfdef.namespace)
     if inv is None:
-        return StatusReport(applied=False)
+        return StatusReport(applied=False, externals=externals)
 
     def probe(m: inventory.Member) -> ObjectStatus:
         try:
@@ -85,4 +101,4 @@ def status_of(kfdef: KfDef, *, open_cluster: Callable[[], Cluster]) -> StatusRep
 
     with talking_to(cluster, "reading the objects' health"), ThreadPoolExecutor(max_workers=8) as pool:
         objects = list(pool.map(probe, sorted(inv.members.values(), key=lambda m: (m.application, m.key))))
-    return StatusReport(applied=True, objects=objects)
+    return StatusReport(applied=True, objects=objects, externals=externals)

@@ -12,7 +12,7 @@ from kfctl.app.cluster import open_cluster
 from kfctl.catalog.load import load_catalog
 from kfctl.cli.options import get_options, global_options
 from kfctl.cli.output import emit
-from kfctl.cli.progress import Duration, EventRenderer
+from kfctl.cli.progress import Duration, EventRenderer, lock_timeout_option
 from kfctl.cli.target import kfdef_target, resolve_kfdef
 from kfctl.engine.apply import ApplyOptions
 from kfctl.engine.remove import RemoveOptions
@@ -55,6 +55,7 @@ from kfctl.errors import EXIT_NO_CHANGES
 )
 @click.option("--prune-adopted", is_flag=True, help="Also prune objects kfctl adopted rather than created.")
 @click.option("--skip-generate", is_flag=True, help="Apply APPDIR/rendered as it is, without rendering first.")
+@lock_timeout_option
 @global_options
 def apply(
     app_dir: Path | None,
@@ -72,6 +73,7 @@ def apply(
     adopt: bool,
     prune_adopted: bool,
     skip_generate: bool,
+    lock_timeout: float,
 ) -> None:
     """Render, then apply every object in dependency order, wait until healthy, prune what was removed.
 
@@ -85,8 +87,12 @@ def apply(
     an application marked external: true in the KfDef is checked, not installed.
 
     \b
+    One run at a time: apply and delete hold the install's Lease (kfctl-lock-NAME in the
+    inventory's namespace); a second run waits up to --lock-timeout for it.
+
+    \b
     Exit codes: 0 applied, 10 nothing changed, 6 cluster unreachable, 7 denied, 8 unhealthy,
-    11 objects owned by someone else.
+    11 objects owned by someone else, 12 another run holds the lock.
     \b
     Examples:
       kfctl apply demo
@@ -119,6 +125,7 @@ def apply(
             prune=prune,
             render=not skip_generate,
             adopt=adopt,
+            lock_timeout=lock_timeout,
         )
     s = summary
     text = (

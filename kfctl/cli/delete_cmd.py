@@ -11,7 +11,7 @@ from kfctl.app.cluster import open_cluster
 from kfctl.app.delete import delete_kfdef
 from kfctl.cli.options import get_options, global_options
 from kfctl.cli.output import emit
-from kfctl.cli.progress import Duration, EventRenderer
+from kfctl.cli.progress import Duration, EventRenderer, lock_timeout_option
 from kfctl.cli.target import kfdef_target, resolve_kfdef
 from kfctl.errors import EXIT_NO_CHANGES
 
@@ -37,6 +37,7 @@ from kfctl.errors import EXIT_NO_CHANGES
     show_default=True,
     help="Limit for each phase's objects to be gone.",
 )
+@lock_timeout_option
 @global_options
 def delete(
     app_dir: Path | None,
@@ -46,6 +47,7 @@ def delete(
     force_namespaces: bool,
     delete_adopted: bool,
     wait_timeout: float,
+    lock_timeout: float,
 ) -> None:
     """Uninstall everything kfctl applied for this KfDef, in reverse dependency order.
 
@@ -74,6 +76,7 @@ def delete(
             wait_timeout=wait_timeout,
             force_namespaces=force_namespaces,
             delete_adopted=delete_adopted,
+            lock_timeout=lock_timeout,
         )
     if not s.found:
         text = f"Nothing to delete: no kfctl inventory for {kfdef.name} in namespace {kfdef.namespace}"

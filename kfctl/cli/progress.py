@@ -153,3 +153,13 @@ class Duration(click.ParamType):  # type: ignore[type-arg]
         if isinstance(value, (int, float)):
             return float(value)
         return parse_duration(str(value))
+
+
+# apply and delete take the install's lock (a Lease); how long to wait for another run to free it.
+lock_timeout_option = click.option(
+    "--lock-timeout",
+    type=Duration(),
+    default="30s",
+    show_default=True,
+    help="How long to wait for another kfctl run of this install (apply, delete) to finish; then exit 12 naming it.",
+)

@@ -42,22 +42,32 @@ class RequestStats:
     by_method: Counter[str] = field(default_factory=Counter)
     writes: int = 0
     dry_runs: int = 0
+    lock_writes: int = 0  # the run lock's Lease: coordination, not a change to the platform
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def count(self, method: str, *, dry_run: bool = False) -> None:
+    def count(self, method: str, *, dry_run: bool = False, lock: bool = False) -> None:
         with self._lock:
             self.by_method[method] += 1
             if dry_run:
                 self.dry_runs += 1
             elif method in WRITE_METHODS:
-                self.writes += 1
+                if lock:
+                    self.lock_writes += 1
+                else:
+                    self.writes += 1
 
     @property
     def total(self) -> int:
         return sum(self.by_method.values())
 
     def as_dict(self) -> dict[str, Any]:
-        return {"total": self.total, "writes": self.writes, "dryRuns": self.dry_runs, "byMethod": dict(self.by_method)}
+        return {
+            "total": self.total,
+            "writes": self.writes,
+            "dryRuns": self.dry_runs,
+            "lockWrites": self.lock_writes,
+            "byMethod": dict(self.by_method),
+        }
 
 
 class ApiError(Exception):
@@ -142,6 +152,15 @@ class Cluster(Protocol):
 
     def apply(self, obj: Obj, *, force: bool = True, dry_run: bool = False) -> Obj:
         """Server-side apply with field manager ``kfctl``; returns the object the server stored."""
+        ...
+
+    def create(self, obj: Obj) -> Obj:
+        """Create (POST): ApiError 409 when the object exists. Only for the run lock's Lease."""
+        ...
+
+    def replace(self, obj: Obj) -> Obj:
+        """Update (PUT) guarded by ``metadata.resourceVersion``: ApiError 409 when someone wrote it since.
+        Only for the run lock's Lease."""
         ...
 
     def delete(self, api_version: str, kind: str, *, namespace: str, name: str, uid: str | None = None) -> bool:

@@ -91,6 +91,7 @@ class KubeClient:
         content_type: str = "application/json",
         dry_run: bool = False,
         accept: str = "application/json",
+        lock: bool = False,
     ) -> Any:
         url = self._cfg.host.rstrip("/") + path + (("?" + urlencode(query)) if query else "")
         headers = {"Accept": accept, "User-Agent": "kfctl"}
@@ -101,7 +102,7 @@ class KubeClient:
         if body is not None:
             headers["Content-Type"] = content_type
             data = json.dumps(body).encode()
-        self.stats.count(method, dry_run=dry_run)
+        self.stats.count(method, dry_run=dry_run, lock=lock)
         try:
             resp = self._pool.request(
                 method,
@@ -247,6 +248,19 @@ class KubeClient:
         out: Obj = self._request(
             "PATCH", path, query=query, body=obj, content_type="application/apply-patch+yaml", dry_run=dry_run
         )
+        return out
+
+    def create(self, obj: Obj) -> Obj:
+        res = self.resource(str(obj["apiVersion"]), str(obj["kind"]))
+        path = self._path(res, namespace=(obj.get("metadata") or {}).get("namespace") or "default")
+        out: Obj = self._request("POST", path, body=obj, lock=True)
+        return out
+
+    def replace(self, obj: Obj) -> Obj:
+        res = self.resource(str(obj["apiVersion"]), str(obj["kind"]))
+        meta = obj.get("metadata") or {}
+        path = self._path(res, namespace=meta.get("namespace") or "default", name=str(meta["name"]))
+        out: Obj = self._request("PUT", path, body=obj, lock=True)
         return out
 
     def delete(self, api_version: str, kind: str, *, namespace: str, name: str, uid: str | None = None) -> bool:

@@ -1,0 +1,170 @@
+"""One run at a time per install: the Lease is taken, waited for, taken over when dead, and always freed."""
+
+from __future__ import annotations
+
+import os
+import threading
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from fakecluster import FakeCluster
+
+from kfctl.engine.events import EventLog
+from kfctl.engine.lease import API_VERSION, DURATION, STALE_AFTER, install_lock, lease_name
+from kfctl.errors import LockedError
+from kfctl.objects import Obj, ObjectKey
+
+KEY = ObjectKey("coordination.k8s.io", "Lease", "kubeflow", lease_name("demo"))
+
+
+class Clock:
+    """A clock the test moves: sleeping advances it, so waits take no real time."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += max(seconds, 0.01)
+
+
+def stamp(seconds_ago: float) -> str:
+    return (datetime.now(timezone.utc) - timedelta(seconds=seconds_ago)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def lease(holder: str | None, *, renewed_ago: float = 1.0) -> Obj:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Lease",
+        "metadata": {
+            "name": KEY.name,
+            "namespace": "kubeflow",
+            "resourceVersion": "7",
+            "annotations": {"kfctl.kubeflow.org/command": "apply"},
+        },
+        "spec": {
+            "holderIdentity": holder,
+            "leaseDurationSeconds": DURATION,
+            "acquireTime": "2026-11-24T02:00:00.000000Z",
+            "renewTime": stamp(renewed_ago),
+            "leaseTransitions": 0,
+        },
+    }
+
+
+def hold(cluster: FakeCluster, clock: Clock, log: EventLog, *, wait: float) -> None:
+    with install_lock(
+        cluster,
+        install="demo",
+        namespace="kubeflow",
+        command="apply",
+        wait=wait,
+        reporter=log,
+        clock=clock,
+        sleep=clock.sleep,
+        renew_every=3600,
+    ):
+        live = cluster.live(KEY)
+        assert live is not None and live["spec"]["holderIdentity"].split("/")[1] == str(os.getpid())
+
+
+@pytest.mark.parametrize(
+    ("existing", "waited"),
+    [
+        pytest.param(None, 0.0, id="no-lease-yet-created"),
+        pytest.param(lease(None), 0.0, id="a-freed-lease-is-taken-at-once"),
+        pytest.param(lease("gone-host/1", renewed_ago=STALE_AFTER + 60), 0.0, id="long-dead-holder-taken-at-once"),
+        pytest.param(lease("gone-host/1"), float(DURATION), id="silent-holder-taken-after-a-lease-duration"),
+    ],
+)
+def test_the_lock_is_taken_when_free_or_when_its_holder_stopped_renewing(existing: Obj | None, waited: float) -> None:
+    cluster, clock, log = FakeCluster(), Clock(), EventLog()
+    if existing is not None:
+        cluster.put(existing)
+    hold(cluster, clock, log, wait=60)
+    assert clock.now - 1000.0 == pytest.approx(waited, abs=1.1)
+    freed = cluster.live(KEY)
+    assert freed is not None and freed["spec"]["holderIdentity"] is None  # freed for the next run
+    assert cluster.stats.writes == 0 and cluster.stats.lock_writes >= 2  # not counted as platform writes
+
+
+def test_a_live_holder_makes_the_next_run_wait_then_stop_naming_it() -> None:
+    cluster, clock, log = FakeCluster(), Clock(), EventLog()
+    cluster.put(lease("build-7/4242/0a1b2c3d"))
+
+    def renewing_holder(seconds: float) -> None:  # the holder renews while we wait
+        clock.sleep(seconds)
+        live = cluster.live(KEY)
+        assert live is not None
+        live["metadata"]["resourceVersion"] = str(int(live["metadata"]["resourceVersion"]) + 1)
+        live["spec"]["renewTime"] = stamp(0)
+
+    lock = install_lock(
+        cluster,
+        install="demo",
+        namespace="kubeflow",
+        command="apply",
+        wait=5,
+        reporter=log,
+        clock=clock,
+        sleep=renewing_holder,
+    )
+    with pytest.raises(LockedError) as info, lock:
+        pytest.fail("the lock was taken from a live holder")
+    assert info.value.exit_code == 12
+    assert info.value.message.startswith(
+        "another kfctl run holds this install's lock: `kfctl apply` (host build-7, pid 4242) since "
+        "2026-11-24T02:00:00.000000Z (last renewed "
+    )
+    assert info.value.message.endswith("; Lease kubeflow/kfctl-lock-demo")
+    assert "--lock-timeout" in (info.value.hint or "")
+    assert [e.message.split(";")[1] for e in log.of("Waiting")] == [" waiting up to 5s"]
+
+
+def test_two_runs_at_once_one_holds_while_the_other_waits_and_then_proceeds() -> None:
+    cluster = FakeCluster()
+    order: list[str] = []
+    inside = threading.Event()
+    leave = threading.Event()
+
+    def first() -> None:
+        with install_lock(cluster, install="demo", namespace="kubeflow", command="apply", wait=5, reporter=EventLog()):
+            order.append("first in")
+            inside.set()
+            leave.wait(5)
+            order.append("first out")
+
+    t = threading.Thread(target=first)
+    t.start()
+    inside.wait(5)
+    log = EventLog()
+    threading.Timer(0.3, leave.set).start()
+    with install_lock(cluster, install="demo", namespace="kubeflow", command="delete", wait=5, reporter=log):
+        order.append("second in")
+    t.join()
+    assert order == ["first in", "first out", "second in"]
+    assert len(log.of("Waiting")) == 1
+
+
+def test_the_lock_is_freed_when_the_run_fails() -> None:
+    cluster = FakeCluster()
+    lock = install_lock(cluster, install="demo", namespace="kubeflow", command="apply", wait=1, reporter=EventLog())
+    with pytest.raises(RuntimeError), lock:
+        raise RuntimeError("the run failed")
+    live = cluster.live(KEY)
+    assert live is not None and live["spec"]["holderIdentity"] is None
+
+
+def test_the_lease_is_renewed_while_the_run_lasts() -> None:
+    cluster = FakeCluster()
+    with install_lock(
+        cluster, install="demo", namespace="kubeflow", command="apply", wait=1, reporter=EventLog(), renew_every=0.05
+    ):
+        first = cluster.live(KEY)
+        assert first is not None
+        before = first["spec"]["renewTime"]
+        threading.Event().wait(0.3)
+        now = cluster.live(KEY)
+        assert now is not None and now["spec"]["renewTime"] > before
