@@ -1,11 +1,20 @@
-"""Which failures the engine retries and which stop it: one row per API answer, exact verdict and message."""
+"""Which failures the engine retries and which stop it: one row per API answer, exact verdict and message.
+
+``test_status`` feeds Status bodies as a Kubernetes 1.33 API server sent them (captured from e2e/cluster)
+through the client's parsing; ``test_classify`` covers answers without a Status (the code decides) and
+failures that are not API answers.
+"""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
 
-from kfctl.engine.retry import backoff, classify
+from kfctl.engine.retry import Classified, backoff, classify
 from kfctl.k8s.api import ApiError, NoKindMatch, NotFound, Unreachable
+from kfctl.k8s.client import _api_error
 
 WEBHOOK_DOWN = 'Internal error occurred: failed calling webhook "v.kserve.io": no endpoints available for service "x"'
 DENIAL = 'admission webhook "v.kserve.io" denied the request: bad storageUri'
@@ -47,12 +56,6 @@ DENIAL = 'admission webhook "v.kserve.io" denied the request: bad storageUri'
             "cannot reach the API server: connection refused",
             id="unreachable",
         ),
-        pytest.param(
-            ApiError(403, "unable to create new content in namespace x because it is being terminated"),
-            "transient",
-            "unable to create new content in namespace x because it is being terminated",
-            id="namespace-terminating",
-        ),
         pytest.param(ApiError(400, DENIAL), "denied", DENIAL, id="webhook-denial"),
         pytest.param(
             ApiError(403, 'configmaps is forbidden: User "u" cannot patch'),
@@ -76,12 +79,337 @@ DENIAL = 'admission webhook "v.kserve.io" denied the request: bad storageUri'
             "spec.selector: field is immutable",
             id="422-immutable",
         ),
+        pytest.param(
+            _api_error(502, "<html><body>502 Bad Gateway</body></html>", None),
+            "transient",
+            "<html><body>502 Bad Gateway</body></html>",
+            id="proxy-page-5xx-is-an-internal-error",
+        ),
+        pytest.param(
+            ApiError(403, "unable to create new content in namespace x because it is being terminated"),
+            "denied",
+            "unable to create new content in namespace x because it is being terminated",
+            id="forbidden-is-judged-by-its-cause-not-its-words",
+        ),
         pytest.param(ValueError("boom"), "fatal", "ValueError: boom", id="not-an-api-error"),
     ],
 )
 def test_classify(err: BaseException, verdict: str, message: str) -> None:
     c = classify(err)
     assert (c.verdict, c.message) == (verdict, message)
+
+
+def status(code: int, reason: str, message: str, **details: Any) -> dict[str, Any]:
+    """A Status body as the API server writes it."""
+    body: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure"}
+    body.update(message=message, reason=reason, code=code)
+    if details:
+        body["details"] = details
+    return body
+
+
+INVALID = (
+    'Deployment.apps "bad" is invalid: [spec.replicas: Invalid value: -1: must be greater than or equal to 0, '
+    'spec.template.spec.containers[0].imagePullPolicy: Unsupported value: "Sometimes": supported values: "Always", '
+    '"IfNotPresent", "Never"]'
+)
+NOT_SUPPORTED = 'Unsupported value: "Sometimes": supported values: "Always", "IfNotPresent", "Never"'
+SELECTOR = (
+    'Invalid value: v1.LabelSelector{MatchLabels:map[string]string{"app":"other"}, '
+    "MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable"
+)
+WEBHOOK_CALL = (
+    'failed calling webhook "v.kserve.io": failed to call webhook: Post '
+    '"https://kserve-webhook.kserve.svc:443/validate?timeout=10s": no endpoints available for service "kserve-webhook"'
+)
+
+
+@pytest.mark.parametrize(
+    ("body", "retry_after", "expected"),
+    [
+        pytest.param(
+            status(409, "AlreadyExists", 'configmaps "x" already exists', name="x", kind="configmaps"),
+            None,
+            Classified("denied", 'configmaps "x" already exists'),
+            id="already-exists-is-final",
+        ),
+        pytest.param(
+            status(
+                409,
+                "Conflict",
+                'Operation cannot be fulfilled on configmaps "x": the object has been modified; please apply your '
+                "changes to the latest version and try again",
+                name="x",
+                kind="configmaps",
+            ),
+            None,
+            Classified(
+                "transient",
+                'Operation cannot be fulfilled on configmaps "x": the object has been modified; please apply your '
+                "changes to the latest version and try again",
+            ),
+            id="conflict-optimistic-lock-is-transient",
+        ),
+        pytest.param(
+            status(
+                409,
+                "Conflict",
+                'Operation cannot be fulfilled on ConfigMap "x": the UID in the precondition (a1) does not match the '
+                "UID in record (b2). The object might have been deleted and then recreated",
+                name="x",
+                kind="ConfigMap",
+            ),
+            None,
+            Classified(
+                "denied",
+                'Operation cannot be fulfilled on ConfigMap "x": the UID in the precondition (a1) does not match the '
+                "UID in record (b2). The object might have been deleted and then recreated",
+            ),
+            id="conflict-uid-precondition-is-final",
+        ),
+        pytest.param(
+            status(
+                409,
+                "Conflict",
+                'Apply failed with 1 conflict: conflict with "other": .data.a',
+                causes=[{"reason": "FieldManagerConflict", "message": 'conflict with "other"', "field": ".data.a"}],
+            ),
+            None,
+            Classified("denied", 'Apply failed with 1 conflict: conflict with "other": .data.a'),
+            id="conflict-field-manager-is-final",
+        ),
+        pytest.param(
+            status(
+                422,
+                "Invalid",
+                INVALID,
+                name="bad",
+                group="apps",
+                kind="Deployment",
+                causes=[
+                    {
+                        "reason": "FieldValueInvalid",
+                        "message": "Invalid value: -1: must be greater than or equal to 0",
+                        "field": "spec.replicas",
+                    },
+                    {
+                        "reason": "FieldValueNotSupported",
+                        "message": NOT_SUPPORTED,
+                        "field": "spec.template.spec.containers[0].imagePullPolicy",
+                    },
+                ],
+            ),
+            None,
+            Classified(
+                "denied",
+                "schema denial: spec.replicas: Invalid value: -1: must be greater than or equal to 0; "
+                f"spec.template.spec.containers[0].imagePullPolicy: {NOT_SUPPORTED}",
+                fields=("spec.replicas", "spec.template.spec.containers[0].imagePullPolicy"),
+            ),
+            id="invalid-value-and-not-supported-quote-each-field",
+        ),
+        pytest.param(
+            status(
+                422,
+                "Invalid",
+                'Deployment.apps "bad" is invalid: spec.template.spec.containers[0].image: Required value',
+                name="bad",
+                group="apps",
+                kind="Deployment",
+                causes=[
+                    {
+                        "reason": "FieldValueRequired",
+                        "message": "Required value",
+                        "field": "spec.template.spec.containers[0].image",
+                    }
+                ],
+            ),
+            None,
+            Classified(
+                "denied",
+                "schema denial: spec.template.spec.containers[0].image: Required value",
+                fields=("spec.template.spec.containers[0].image",),
+            ),
+            id="invalid-required-value",
+        ),
+        pytest.param(
+            status(422, "Invalid", 'Widget.example.com "w" is invalid: the object is wrong', name="w", kind="Widget"),
+            None,
+            Classified("denied", 'Widget.example.com "w" is invalid: the object is wrong'),
+            id="invalid-without-causes-keeps-the-message",
+        ),
+        pytest.param(
+            status(
+                422,
+                "Invalid",
+                f'Deployment.apps "dep0" is invalid: spec.selector: {SELECTOR}',
+                name="dep0",
+                group="apps",
+                kind="Deployment",
+                causes=[{"reason": "FieldValueInvalid", "message": SELECTOR, "field": "spec.selector"}],
+            ),
+            None,
+            Classified(
+                "immutable", f'Deployment.apps "dep0" is invalid: spec.selector: {SELECTOR}', fields=("spec.selector",)
+            ),
+            id="invalid-immutable-selector",
+        ),
+        pytest.param(
+            status(
+                422,
+                "Invalid",
+                'ConfigMap "imm" is invalid: data: Forbidden: field is immutable when `immutable` is set',
+                name="imm",
+                kind="ConfigMap",
+                causes=[
+                    {
+                        "reason": "FieldValueForbidden",
+                        "message": "Forbidden: field is immutable when `immutable` is set",
+                        "field": "data",
+                    }
+                ],
+            ),
+            None,
+            Classified(
+                "immutable",
+                'ConfigMap "imm" is invalid: data: Forbidden: field is immutable when `immutable` is set',
+                fields=("data",),
+            ),
+            id="invalid-immutable-configmap-data",
+        ),
+        pytest.param(
+            status(404, "NotFound", 'namespaces "nope" not found', name="nope", kind="namespaces"),
+            None,
+            Classified("transient", 'namespaces "nope" not found'),
+            id="not-found-namespace-not-yet-is-transient",
+        ),
+        pytest.param(
+            status(
+                403,
+                "Forbidden",
+                'configmaps "q" is forbidden: unable to create new content in namespace h6t because it is being '
+                "terminated",
+                name="q",
+                kind="configmaps",
+                causes=[
+                    {
+                        "reason": "NamespaceTerminating",
+                        "message": "namespace h6t is being terminated",
+                        "field": "metadata.namespace",
+                    }
+                ],
+            ),
+            None,
+            Classified(
+                "transient",
+                'configmaps "q" is forbidden: unable to create new content in namespace h6t because it is being '
+                "terminated",
+            ),
+            id="forbidden-namespace-terminating-is-transient",
+        ),
+        pytest.param(
+            status(
+                403,
+                "Forbidden",
+                'configmaps "a" is forbidden: User "bob" cannot patch resource "configmaps" in API group "" in the '
+                'namespace "shared"',
+                name="a",
+                kind="configmaps",
+            ),
+            None,
+            Classified(
+                "denied",
+                'configmaps "a" is forbidden: User "bob" cannot patch resource "configmaps" in API group "" in the '
+                'namespace "shared"',
+            ),
+            id="forbidden-rbac-is-final",
+        ),
+        pytest.param(
+            status(
+                500, "InternalError", f"Internal error occurred: {WEBHOOK_CALL}", causes=[{"message": WEBHOOK_CALL}]
+            ),
+            None,
+            Classified("transient", f"Internal error occurred: {WEBHOOK_CALL}"),
+            id="webhook-cannot-be-called-is-transient",
+        ),
+        pytest.param(
+            {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "code": 400, "message": DENIAL},
+            None,
+            Classified("denied", DENIAL),
+            id="webhook-denial-without-reason",
+        ),
+        pytest.param(
+            status(403, "Forbidden", DENIAL),
+            None,
+            Classified("denied", DENIAL),
+            id="webhook-denial-controller-runtime-style",
+        ),
+        pytest.param(
+            status(500, "InternalError", 'admission webhook "v.kserve.io" denied the request: cannot decode'),
+            None,
+            Classified("denied", 'admission webhook "v.kserve.io" denied the request: cannot decode'),
+            id="webhook-denial-with-code-500-is-still-a-denial",
+        ),
+        pytest.param(
+            status(429, "TooManyRequests", "Too many requests, please try again later.", retryAfterSeconds=2),
+            "2",
+            Classified("transient", "throttled: Too many requests, please try again later.", retry_after=2.0),
+            id="too-many-requests-honours-retry-after",
+        ),
+        pytest.param(
+            status(
+                500,
+                "ServerTimeout",
+                "The create operation against configmaps could not be completed at this time, please try again.",
+                kind="configmaps",
+                retryAfterSeconds=2,
+            ),
+            "2",
+            Classified(
+                "transient",
+                "The create operation against configmaps could not be completed at this time, please try again.",
+                retry_after=2.0,
+            ),
+            id="server-timeout",
+        ),
+        pytest.param(
+            status(
+                504, "Timeout", "Timeout: request did not complete within requested timeout - context deadline exceeded"
+            ),
+            None,
+            Classified(
+                "transient", "Timeout: request did not complete within requested timeout - context deadline exceeded"
+            ),
+            id="timeout",
+        ),
+        pytest.param(
+            status(503, "ServiceUnavailable", "the server is currently unable to handle the request"),
+            None,
+            Classified("transient", "the server is currently unable to handle the request"),
+            id="service-unavailable",
+        ),
+        pytest.param(
+            status(401, "Unauthorized", "Unauthorized"),
+            None,
+            Classified("denied", "Unauthorized"),
+            id="unauthorized",
+        ),
+        pytest.param(
+            status(409, "SomethingNew", "a reason this kfctl does not know"),
+            None,
+            Classified("denied", "a reason this kfctl does not know"),
+            id="unknown-reason-falls-back-to-the-code",
+        ),
+        pytest.param(
+            status(410, "Expired", "too old resource version: 1 (2)"),
+            None,
+            Classified("fatal", "too old resource version: 1 (2)"),
+            id="expired-is-fatal",
+        ),
+    ],
+)
+def test_status(body: dict[str, Any], retry_after: str | None, expected: Classified) -> None:
+    assert classify(_api_error(body["code"], json.dumps(body), retry_after)) == expected
 
 
 @pytest.mark.parametrize(

@@ -36,6 +36,19 @@ CASES = [
         Health("progressing", "waiting for the controller to observe generation 2 (seen 1)"),
         id="stale-status-is-not-no-matching-node",
     ),
+    pytest.param(  # the API server's answer to the create: zero counts, but no controller has looked yet
+        "metadata: {generation: 1}\n"
+        "status: {currentNumberScheduled: 0, desiredNumberScheduled: 0, numberMisscheduled: 0, numberReady: 0}",
+        Health("progressing", "waiting for the controller to observe generation 1 (no status yet)"),
+        id="just-created-is-not-no-matching-node",
+    ),
+    pytest.param(
+        "metadata: {generation: 1}\n"
+        "status: {observedGeneration: 1, currentNumberScheduled: 0, desiredNumberScheduled: 0, numberMisscheduled: 0,"
+        " numberReady: 0}",
+        Health("ready", "no node matches its selector (0 scheduled)"),
+        id="observed-no-matching-node",
+    ),
 ]
 
 

@@ -71,10 +71,37 @@ CASES = [
         """
         metadata: {generation: 1}
         spec: {}
-        status: {}
+        status: {observedGeneration: 1}
         """,
         Health("progressing", "0/1 replicas updated, 0/1 available"),
         id="replicas-default-to-one",
+    ),
+    pytest.param(  # what the API server returns from the create: no controller has looked at it yet
+        """
+        metadata: {generation: 1}
+        spec: {replicas: 2}
+        status: {}
+        """,
+        Health("progressing", "waiting for the controller to observe generation 1 (no status yet)"),
+        id="just-created-empty-status",
+    ),
+    pytest.param(  # the same, scaled to zero: 0 of 0 is not "ready" until the controller has seen it
+        """
+        metadata: {generation: 1}
+        spec: {replicas: 0}
+        status: {}
+        """,
+        Health("progressing", "waiting for the controller to observe generation 1 (no status yet)"),
+        id="scaled-to-zero-just-created",
+    ),
+    pytest.param(
+        """
+        metadata: {generation: 3}
+        spec: {replicas: 0}
+        status: {observedGeneration: 2, replicas: 0}
+        """,
+        Health("progressing", "waiting for the controller to observe generation 3 (seen 2)"),
+        id="scaled-to-zero-not-yet-observed",
     ),
     pytest.param(
         """

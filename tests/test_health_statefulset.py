@@ -48,6 +48,17 @@ CASES = [
         Health("progressing", "waiting for the controller to observe generation 2 (seen 1)"),
         id="stale-status",
     ),
+    pytest.param(  # the API server's answer to the create, before the controller has looked at it
+        "metadata: {generation: 1}\nspec: {replicas: 0}\nstatus: {availableReplicas: 0, replicas: 0}",
+        Health("progressing", "waiting for the controller to observe generation 1 (no status yet)"),
+        id="just-created-zero-replicas-not-observed",
+    ),
+    pytest.param(
+        "metadata: {generation: 1}\nspec: {replicas: 0}\n"
+        "status: {observedGeneration: 1, availableReplicas: 0, replicas: 0, currentRevision: a, updateRevision: a}",
+        Health("ready", "0/0 ready"),
+        id="zero-replicas-observed",
+    ),
 ]
 
 

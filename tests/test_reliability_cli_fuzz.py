@@ -21,15 +21,29 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import click
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kfctl.cli.main import main
+from kfctl.cli.main import COMMANDS as COMMAND_MODULES
+from kfctl.cli.main import cli, main
+from kfctl.cli.progress import Duration
+from kfctl.errors import EXIT_NO_CHANGES, KfctlError
 
 REPO = Path(__file__).resolve().parent.parent
-OWN_CODES = {0, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+
+
+def _own_codes() -> set[int]:
+    """Success, "no changes" and the exit code of every KfctlError class but the base's 1 (an unexpected crash)."""
+    classes: list[type[KfctlError]] = [KfctlError]
+    for c in classes:
+        classes.extend(c.__subclasses__())
+    return {0, EXIT_NO_CHANGES} | ({c.exit_code for c in classes} - {1})
+
+
+OWN_CODES = _own_codes()
 
 COMMANDS = ["init", "catalog", "generate", "build", "export", "plan", "apply", "status", "diff", "delete", "version"]
 OPTIONS = [
@@ -58,8 +72,18 @@ NOISE = st.one_of(
 # Well-formed command lines (each command with its own options and plausible or hostile values), so that runs
 # get past argument parsing into loading, rendering and connecting.
 TARGETS = ["app", "broken", "notkfdef", "missing", "-f app/kfdef.yaml", "-f broken/kfdef.yaml", "-f nope.yaml"]
-DURATIONS = ["5m", "90", "1s", "0", "-1", "abc", "1h30m", "1e400"]
-SPEC: dict[str, dict[str, list[str] | None]] = {
+# Durations, well-formed and not: number-and-unit parts whose numbers may hold any count of dots ("1.2.3s",
+# ".", "1.") and whose units may be missing, unknown or doubled, plus a few hostile constants: digits that
+# str.isdigit() accepts and float() does not ("²"), overflow, signs, blanks, and arbitrary text.
+DURATION_PART = st.tuples(
+    st.text(alphabet="0123456789.", min_size=1, max_size=6), st.sampled_from(["s", "m", "h", "", "d", "ms", "M", " "])
+).map("".join)
+DURATION = st.one_of(
+    st.lists(DURATION_PART, min_size=1, max_size=3).map("".join),
+    st.sampled_from(["5m", "90", "1s", "1h30m", "0", "-1", "abc", "1e400", "9" * 400 + "h", "²s", "١٢s", " 5m ", ""]),
+    TEXT,
+)
+SPEC: dict[str, dict[str, list[str] | st.SearchStrategy[str] | None]] = {
     "init": {
         "--platform": ["kind", "gcp", "aws", "azure", "generic", "mars"],
         "--components": ["training-operator", "katib,kserve", "nope", ","],
@@ -76,11 +100,11 @@ SPEC: dict[str, dict[str, list[str] | None]] = {
         "--output-dir": ["out", "app"],
         "--namespace": ["argocd", ""],
         "--prune": None,
-        "--interval": DURATIONS,
+        "--interval": DURATION,
     },
     "apply": {
-        "--timeout": DURATIONS,
-        "--wait-timeout": DURATIONS,
+        "--timeout": DURATION,
+        "--wait-timeout": DURATION,
         "--concurrency": ["1", "0", "64", "65", "x"],
         "--recreate-immutable": None,
         "--no-prune": None,
@@ -90,7 +114,7 @@ SPEC: dict[str, dict[str, list[str] | None]] = {
     },
     "status": {"--all": None},
     "diff": {"--skip-generate": None},
-    "delete": {"--delete-storage": None, "--force": None, "--force-namespaces": None, "--wait-timeout": DURATIONS},
+    "delete": {"--delete-storage": None, "--force": None, "--force-namespaces": None, "--wait-timeout": DURATION},
 }
 GLOBAL: dict[str, list[str] | None] = {
     "-o": ["json", "text", "yaml"],
@@ -119,7 +143,9 @@ def well_formed(draw: st.DrawFn) -> list[str]:
     for name in draw(st.lists(st.sampled_from(sorted(options)), max_size=4, unique=True)):
         values = options[name]
         argv.append(name)
-        if values is not None:
+        if isinstance(values, st.SearchStrategy):
+            argv.append(draw(values))
+        elif values is not None:
             argv.append(draw(st.one_of(st.sampled_from(values), TEXT)))
     return argv
 
@@ -216,6 +242,43 @@ def check(argv: list[str], code: int, out: str, err: str) -> None:
 )
 @given(argv=ARGV)
 def test_any_command_line_ends_in_one_of_kfctls_own_exit_codes_with_a_message(template: Path, argv: list[str]) -> None:
+    with scratch(template):
+        code, out, err = run(argv)
+    check(argv, code, out, err)
+
+
+def duration_options() -> list[tuple[str, str]]:
+    """Every (command, option) whose value is a Duration, found on the commands themselves so that a new one
+    is fuzzed without being listed here."""
+    ctx = click.Context(cli)
+    found = []
+    for name in sorted(COMMAND_MODULES):
+        command = cli.get_command(ctx, name)
+        assert command is not None
+        for param in command.params:
+            if isinstance(param, click.Option) and isinstance(param.type, Duration):
+                found += [(name, opt) for opt in param.opts if opt.startswith("--")]
+    return found
+
+
+def test_the_duration_options_are_found() -> None:
+    assert {("apply", "--timeout"), ("apply", "--wait-timeout"), ("delete", "--wait-timeout")} <= set(
+        duration_options()
+    )
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    derandomize=True,
+)
+@given(option=st.sampled_from(duration_options()), value=DURATION)
+def test_any_duration_is_accepted_or_a_usage_error(template: Path, option: tuple[str, str], value: str) -> None:
+    """A duration option's value is parsed before anything else runs: it is accepted (and the command goes on
+    to fail on the missing app) or refused as a usage error naming it; never a crash (exit 1)."""
+    command, name = option
+    argv = [command, "missing", f"{name}={value}"]
     with scratch(template):
         code, out, err = run(argv)
     check(argv, code, out, err)

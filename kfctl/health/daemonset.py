@@ -9,7 +9,7 @@ from kfctl.health.model import Health, not_observed, progressing, ready, status_
 
 
 def daemonset(obj: Mapping[str, Any]) -> Health:
-    pending = not_observed(obj)
+    pending = not_observed(obj, required=True)
     if pending:
         return pending
     status = status_of(obj)

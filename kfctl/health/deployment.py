@@ -9,7 +9,7 @@ from kfctl.health.model import Health, condition, explain, failed, not_observed,
 
 
 def deployment(obj: Mapping[str, Any]) -> Health:
-    pending = not_observed(obj)
+    pending = not_observed(obj, required=True)
     if pending:
         return pending
     status = status_of(obj)

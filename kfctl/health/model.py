@@ -65,10 +65,20 @@ def explain(c: Mapping[str, Any] | None) -> str:
     return ": ".join(p for p in (reason, message) if p)
 
 
-def not_observed(obj: Mapping[str, Any]) -> Health | None:
-    """Progressing while the controller has not seen the latest spec (status.observedGeneration < generation)."""
+def not_observed(obj: Mapping[str, Any], *, required: bool = False) -> Health | None:
+    """Progressing while the controller has not seen the latest spec (status.observedGeneration < generation).
+
+    With ``required`` a missing observedGeneration counts as 0, as kubectl's rollout status does for
+    Deployments, StatefulSets and DaemonSets: the object the API server returns from a create has an empty
+    status (``replicas: 0`` and all), which says nothing until the controller has looked at it. Without it
+    (custom resources, whose controllers often never set the field) a missing value is no evidence either way.
+    """
     generation = (obj.get("metadata") or {}).get("generation")
     observed = status_of(obj).get("observedGeneration")
-    if isinstance(generation, int) and isinstance(observed, int) and observed < generation:
+    if not isinstance(generation, int):
+        return None
+    if isinstance(observed, int) and observed < generation:
         return progressing(f"waiting for the controller to observe generation {generation} (seen {observed})")
+    if required and not isinstance(observed, int):
+        return progressing(f"waiting for the controller to observe generation {generation} (no status yet)")
     return None

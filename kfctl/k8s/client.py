@@ -31,6 +31,7 @@ from kfctl.k8s.api import (
     Resource,
     Unreachable,
 )
+from kfctl.k8s.kubeconfig import kubeconfig_paths, load_kubeconfig
 from kfctl.objects import Obj, ObjectKey, group_of
 
 REQUEST_TIMEOUT = 30.0
@@ -42,17 +43,12 @@ POOL_SIZE = 32
 
 def connect(*, kubeconfig: str | None, context: str | None) -> KubeClient:
     """Load the kubeconfig (flag, $KUBECONFIG, ~/.kube/config) and build a client; no request is made yet."""
-    path = kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or str(Path.home() / ".kube/config")
-    if not Path(path).is_file():
-        raise ClusterError(
-            f"kubeconfig {path} does not exist",
-            hint="pass --kubeconfig FILE or set KUBECONFIG to the cluster's kubeconfig",
-        )
+    loaded = load_kubeconfig(kubeconfig_paths(kubeconfig, environ=os.environ, home=Path.home()))
+    path = loaded.source
     cfg = kubernetes.client.Configuration()
-    try:
-        _, active = kubernetes.config.list_kube_config_contexts(config_file=path)  # type: ignore[no-untyped-call]
-        kubernetes.config.load_kube_config(  # type: ignore[no-untyped-call]
-            config_file=path, context=context, client_configuration=cfg
+    try:  # the merge's paths are absolute, so the library needs no base directory
+        kubernetes.config.load_kube_config_from_dict(  # type: ignore[no-untyped-call]
+            loaded.config, context=context, client_configuration=cfg, persist_config=False
         )
     except Exception as e:  # whatever the file holds (bad YAML, wrong shapes), it is the kubeconfig at fault
         where = f"context {context!r} of " if context else ""
@@ -61,7 +57,7 @@ def connect(*, kubeconfig: str | None, context: str | None) -> KubeClient:
             f"cannot load {where}kubeconfig {path}: {what}",
             hint="check the file (kubectl config view --kubeconfig FILE shows what is wrong), or pass another",
         ) from e
-    name = context or (active or {}).get("name", "")
+    name = context or loaded.config.get("current-context") or ""
     cfg.connection_pool_maxsize = POOL_SIZE
     api = kubernetes.client.ApiClient(cfg)
     return KubeClient(api, ClusterInfo(server=str(cfg.host), context=str(name), kubeconfig=path))
