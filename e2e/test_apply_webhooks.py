@@ -150,7 +150,8 @@ def scene(tmp_path: Path, webhook_kubeconfig: str) -> Iterator[tuple[str, str, d
     suffix = uuid.uuid4().hex[:8]
     ns = f"e2e-hooks-{suffix}"
     kubectl(webhook_kubeconfig, "create", "namespace", ns)
-    yield suffix, ns, {"e2e.kfctl.dev/webhook": suffix}
+    # Not the bare hex suffix as the label value: "112818e2" is a string to PyYAML but a number to kustomize.
+    yield suffix, ns, {"e2e.kfctl.dev/webhook": f"s-{suffix}"}
     kubectl(webhook_kubeconfig, "delete", "namespace", ns, "--wait=false", check=False)
 
 
@@ -172,7 +173,9 @@ def test_a_webhook_whose_server_starts_late_is_waited_for(
     timer = threading.Timer(LATE_SECONDS, server.start)
     timer.start()
     try:
-        run = kfctl("apply", str(app), "--wait-timeout", "60s", kubeconfig=webhook_kubeconfig, timeout=180)
+        # --adopt: the test registered the configuration itself (with kubectl) so that it is in force before
+        # kfctl starts; without it kfctl rightly refuses to take over an object it did not create.
+        run = kfctl("apply", str(app), "--adopt", "--wait-timeout", "60s", kubeconfig=webhook_kubeconfig, timeout=180)
         assert run.code == 0, run.explain()
         retries = [e for e in run.events if e["event"] == "Retrying" and e["subject"] == f"ConfigMap {ns}/guarded"]
         assert retries and "failed calling webhook" in retries[0]["message"], run.explain()
@@ -203,7 +206,9 @@ def test_a_denying_webhook_fails_fast_and_is_quoted(
     app = tmp_path / "app"
     write_local_kfdef(app, name=f"deny-{suffix}", namespace=ns, apps={"guarded": [config, cm]})
     try:
-        run = kfctl("apply", str(app), "--wait-timeout", "60s", kubeconfig=webhook_kubeconfig, timeout=180)
+        # --adopt: the test registered the configuration itself (with kubectl) so that it is in force before
+        # kfctl starts; without it kfctl rightly refuses to take over an object it did not create.
+        run = kfctl("apply", str(app), "--adopt", "--wait-timeout", "60s", kubeconfig=webhook_kubeconfig, timeout=180)
         assert run.code == 7, run.explain()
         assert run.seconds < 20, run.explain()
         quoted = f'admission webhook "configmaps.{name}" denied the request: e2e: this ConfigMap is not welcome'

@@ -78,7 +78,11 @@ def rbac() -> list[dict[str, Any]]:
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "Role",
             "metadata": {"name": "configmaps-only", "namespace": NS},
-            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "create", "patch"]}],
+            "rules": [
+                {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "create", "patch"]},
+                # kfctl's run lock (README: a Lease in the inventory's namespace).
+                {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]},
+            ],
         },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
