@@ -111,7 +111,7 @@ def test_a_second_apply_waits_for_the_first_and_both_converge(tmp_path: Path, ku
     waited = [e["message"] for e in second.events if e["event"] == "Waiting" and e["subject"] == "lock"]
     assert len(waited) == 1 and f"pid {first.pid})" in waited[0] and "`kfctl apply`" in waited[0], waited
     assert_converged(kubeconfig, ns, install)
-    assert lease_holder(kubeconfig, ns, install) == ""  # freed
+    assert lease_holder(kubeconfig, ns, install) == ""  # removed at the end of the run
 
 
 def test_a_second_apply_that_cannot_wait_stops_naming_the_holder(tmp_path: Path, kubeconfig: str) -> None:

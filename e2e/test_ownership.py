@@ -127,6 +127,7 @@ def test_an_object_argo_cd_tracks_stops_the_apply_before_any_write(
     assert not [e for e in run.events if e["event"] in WRITES], run.events
     assert identities(kubeconfig, [web]) == before
     assert not exists(kubeconfig, "configmap", "web-settings", "kfctl-inventory-own-argo", namespace=namespace)
+    assert not exists(kubeconfig, "lease", "kfctl-lock-own-argo", namespace=namespace)  # the run lock is gone too
 
 
 def test_an_object_of_another_kfctl_install_stops_the_apply_naming_that_install(

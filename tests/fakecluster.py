@@ -238,6 +238,17 @@ class FakeCluster:
             self.objects[key] = new
         return copy.deepcopy(new)
 
+    def delete_unchanged(self, obj: Obj) -> None:
+        self.stats.count("DELETE", lock=True)
+        key = key_of(obj)
+        with self._lock:
+            old = self.objects.get(key)
+            if old is None:
+                raise ApiError(404, f"{key} not found", reason="NotFound")
+            if old["metadata"].get("resourceVersion") != (obj.get("metadata") or {}).get("resourceVersion"):
+                raise ApiError(409, "Precondition failed: ResourceVersion in precondition", reason="Conflict")
+            del self.objects[key]
+
     def delete(self, api_version: str, kind: str, *, namespace: str, name: str, uid: str | None = None) -> bool:
         self.stats.count("DELETE")
         res = self.resource(api_version, kind)

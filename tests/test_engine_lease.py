@@ -74,7 +74,7 @@ def hold(cluster: FakeCluster, clock: Clock, log: EventLog, *, wait: float) -> N
     ("existing", "waited"),
     [
         pytest.param(None, 0.0, id="no-lease-yet-created"),
-        pytest.param(lease(None), 0.0, id="a-freed-lease-is-taken-at-once"),
+        pytest.param(lease(None), 0.0, id="a-lease-without-holder-is-taken-at-once"),
         pytest.param(lease("gone-host/1", renewed_ago=STALE_AFTER + 60), 0.0, id="long-dead-holder-taken-at-once"),
         pytest.param(lease("gone-host/1"), float(DURATION), id="silent-holder-taken-after-a-lease-duration"),
     ],
@@ -85,8 +85,7 @@ def test_the_lock_is_taken_when_free_or_when_its_holder_stopped_renewing(existin
         cluster.put(existing)
     hold(cluster, clock, log, wait=60)
     assert clock.now - 1000.0 == pytest.approx(waited, abs=1.1)
-    freed = cluster.live(KEY)
-    assert freed is not None and freed["spec"]["holderIdentity"] is None  # freed for the next run
+    assert cluster.live(KEY) is None  # removed: the run leaves nothing behind
     assert cluster.stats.writes == 0 and cluster.stats.lock_writes >= 2  # not counted as platform writes
 
 
@@ -153,8 +152,7 @@ def test_the_lock_is_freed_when_the_run_fails() -> None:
     lock = install_lock(cluster, install="demo", namespace="kubeflow", command="apply", wait=1, reporter=EventLog())
     with pytest.raises(RuntimeError), lock:
         raise RuntimeError("the run failed")
-    live = cluster.live(KEY)
-    assert live is not None and live["spec"]["holderIdentity"] is None
+    assert cluster.live(KEY) is None
 
 
 def test_the_lease_is_renewed_while_the_run_lasts() -> None:
@@ -168,3 +166,14 @@ def test_the_lease_is_renewed_while_the_run_lasts() -> None:
         threading.Event().wait(0.3)
         now = cluster.live(KEY)
         assert now is not None and now["spec"]["renewTime"] > before
+
+
+def test_a_lease_another_run_took_over_meanwhile_is_left_to_it() -> None:
+    cluster = FakeCluster()
+    with install_lock(cluster, install="demo", namespace="kubeflow", command="apply", wait=1, reporter=EventLog()):
+        taken = cluster.live(KEY)
+        assert taken is not None
+        taken["metadata"]["resourceVersion"] = "999"  # another run judged us dead and took it
+        taken["spec"]["holderIdentity"] = "other-host/7/feedbeef"
+    left = cluster.live(KEY)
+    assert left is not None and left["spec"]["holderIdentity"] == "other-host/7/feedbeef"

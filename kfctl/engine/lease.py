@@ -4,9 +4,10 @@ Two runs of one install that overlap would each write an inventory the other did
 the other just applied. So every run that writes takes the install's Lease (``kfctl-lock-<install>`` in the
 inventory's namespace) first, renews it while it runs and frees it at the end; a second run waits a short,
 configurable time, then stops naming the holder (host, pid, command, since). The holder's record is the
-Lease itself, so ``kubectl get lease -n NS kfctl-lock-NAME -o yaml`` shows it too; between runs the Lease stays,
-with no holder (as client-go's leader election leaves its Leases). Its requests are counted apart from the
-platform's writes, so an untouched re-apply still reports 0 write requests.
+Lease itself, so ``kubectl get lease -n NS kfctl-lock-NAME -o yaml`` shows it while a run holds it; the run
+removes it at the end (only if nobody took it over meanwhile), so a finished or refused run leaves nothing
+behind. Its requests are counted apart from the platform's writes, so an untouched re-apply still reports 0
+write requests.
 
 A holder that died without freeing the Lease (kill -9, a lost laptop) stops renewing it. As client-go's
 leader election does, a waiting run takes it over only after watching it go unrenewed for the lease's
@@ -205,14 +206,13 @@ class _Lock:
         return ""
 
     def release(self) -> None:
-        """Free the Lease for the next run (an empty holder, as client-go's leader election leaves it)."""
+        """Remove the Lease, unless another run took it over meanwhile: a run leaves nothing behind."""
         lease = self.held
         self.held = None
         if lease is None:
             return
-        spec = {**(lease.get("spec") or {}), "holderIdentity": None, "leaseDurationSeconds": 1}
         try:
-            self.cluster.replace({**lease, "spec": spec})
+            self.cluster.delete_unchanged(lease)
         except ApiError as e:
             if e.status not in (404, 409):  # gone with its namespace, or no longer ours: nothing to free
                 raise

@@ -163,6 +163,11 @@ class Cluster(Protocol):
         Only for the run lock's Lease."""
         ...
 
+    def delete_unchanged(self, obj: Obj) -> None:
+        """Delete ``obj`` only if nobody wrote it since it was read (UID and resourceVersion preconditions):
+        ApiError 409 otherwise, 404 when it is gone. Only for the run lock's Lease."""
+        ...
+
     def delete(self, api_version: str, kind: str, *, namespace: str, name: str, uid: str | None = None) -> bool:
         """Delete (background propagation, UID precondition when given); False when already gone."""
         ...

@@ -259,6 +259,17 @@ class KubeClient:
         out: Obj = self._request("PUT", path, body=obj, lock=True)
         return out
 
+    def delete_unchanged(self, obj: Obj) -> None:
+        res = self.resource(str(obj["apiVersion"]), str(obj["kind"]))
+        meta = obj.get("metadata") or {}
+        path = self._path(res, namespace=meta.get("namespace") or "default", name=str(meta["name"]))
+        body = {
+            "kind": "DeleteOptions",
+            "apiVersion": "v1",
+            "preconditions": {"uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")},
+        }
+        self._request("DELETE", path, body=body, lock=True)
+
     def delete(self, api_version: str, kind: str, *, namespace: str, name: str, uid: str | None = None) -> bool:
         res = self.resource(api_version, kind)
         body: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
