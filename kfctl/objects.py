@@ -51,10 +51,15 @@ def key_of(obj: Mapping[str, Any]) -> ObjectKey:
 def parse_stream(text: str, *, source: str) -> list[Obj]:
     """Parse a multi-document YAML stream into objects, flattening ``*List`` kinds.
 
-    Raises RenderError naming ``source`` when the stream is not YAML or a document is not an object.
+    Raises RenderError naming ``source`` when the stream is not YAML, its aliases expand past
+    ``yamlio.MAX_NODES`` nodes, or a document is not an object.
     """
     try:
         docs = yamlio.safe_load_all(text)
+    except yamlio.InputError as e:  # aliases that expand past yamlio.MAX_NODES
+        mark = e.problem_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1} of the output" if mark else "the output"
+        raise RenderError(f"{source}: {where}: {e.problem}") from e
     except yaml.YAMLError as e:
         raise RenderError(f"{source}: output is not valid YAML: {e}") from e
     objects: list[Obj] = []

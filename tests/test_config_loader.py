@@ -293,7 +293,7 @@ BAD = [
     pytest.param(
         "apiVersion: kfdef.apps.kubeflow.org/v1\nkind: KfDef\nkind: KfDef\nmetadata: [a]\nspec: 3\n",
         [
-            "kfdef.yaml:3:1 kind: key 'kind' appears twice",
+            "kfdef.yaml:3:1 kind: key 'kind' appears twice, on lines 2 and 3",
             "kfdef.yaml:4:1 metadata: must be a mapping, got a list",
             "kfdef.yaml:5:1 spec: must be a mapping, got an integer",
         ],

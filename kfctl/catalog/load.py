@@ -48,9 +48,11 @@ def load_catalog(root: Path | None = None) -> Catalog:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        data = yamlio.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as e:
+        data = yamlio.safe_load(yamlio.read_text(path))  # within yamlio's limits: size, depth, aliases, keys
+    except OSError as e:
         raise ConfigError(f"{path}: cannot read catalog metadata: {e}") from e
+    except yaml.YAMLError as e:
+        raise ConfigError(yamlio.describe(e, str(path))) from e
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: catalog metadata must be a mapping")
     return data

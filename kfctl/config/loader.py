@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from kfctl import yamlio
 from kfctl.catalog.model import REMOVED_COMPONENTS, Catalog, ParameterSpec
 from kfctl.config.located import Located, format_path, load_located
 from kfctl.config.located import Path as FieldPath
@@ -34,7 +35,6 @@ from kfctl.config.model import (
 )
 from kfctl.errors import ConfigError
 
-MAX_BYTES = 4 * 1024 * 1024
 _REPO_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # a directory name under vendor/repos/, .cache/repos/
 
 # Keys allowed at each level of the document. The comment says which ones are kfctl's own additions.
@@ -96,17 +96,13 @@ def load_kfdef(path: Path, catalog: Catalog) -> KfDef:
     """Read, validate and resolve ``path``. Raises ConfigError listing every problem."""
     display = str(path)
     try:
-        raw = path.read_bytes()
+        text = yamlio.read_text(path)  # at most yamlio.MAX_BYTES of UTF-8, whatever the file's size
     except FileNotFoundError as e:
         raise ConfigError(f"{display}: no such file", hint="create one with `kfctl init APPDIR --platform kind`") from e
     except OSError as e:
         raise ConfigError(f"{display}: cannot read: {e.strerror or e}") from e
-    if len(raw) > MAX_BYTES:
-        raise ConfigError(f"{display}: file is larger than {MAX_BYTES // (1024 * 1024)} MiB; not a KfDef")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{display}: not UTF-8 text (byte {e.start})") from e
+    except yamlio.InputError as e:
+        raise ConfigError(yamlio.describe(e, display)) from e
     return parse_kfdef(text, path=path, catalog=catalog)
 
 
@@ -114,11 +110,9 @@ def parse_kfdef(text: str, *, path: Path, catalog: Catalog) -> KfDef:
     display = str(path)
     try:
         docs = load_located(text)
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        where = f"{display}:{mark.line + 1}:{mark.column + 1}" if mark else display
-        raise ConfigError(f"{where}: invalid YAML: {e.problem or e.context}") from e
-    except (yaml.YAMLError, RecursionError, ValueError, TypeError, OverflowError) as e:
+    except yaml.YAMLError as e:  # syntax, or past yamlio's limits: file:line:column either way
+        raise ConfigError(yamlio.describe(e, display)) from e
+    except (RecursionError, ValueError, TypeError, OverflowError) as e:
         raise ConfigError(f"{display}: invalid YAML: {e}") from e
     docs = [d for d in docs if d.value is not None]
     if len(docs) != 1:

@@ -2,7 +2,9 @@
 
 The loader needs file:line:column for every field it complains about, which ``yaml.safe_load`` forgets.
 We compose the node graph with the safe loader (no tags beyond YAML's core schema are constructed) and
-convert it ourselves, recording the position of every mapping key and value by its field path.
+convert it ourselves, recording the position of every mapping key and value by its field path. The text
+is held to kfctl/yamlio.py's limits first, so an alias bomb or a deeply nested file is refused unbuilt,
+and a key stated twice is a problem that names both lines, not a value silently dropped.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+
+from kfctl import yamlio
 
 Path = tuple[str | int, ...]
 
@@ -44,7 +48,14 @@ def _pos(node: yaml.Node) -> Position:
 
 
 def load_located(text: str) -> list[Located]:
-    """Parse every document of ``text``. Raises yaml.YAMLError on syntax errors."""
+    """Parse every document of ``text``. Raises yaml.YAMLError on syntax errors and yamlio.InputError on a
+    document past yamlio's limits (depth, nodes with aliases expanded), before building anything."""
+    try:
+        yamlio.check_limits(text)  # with libyaml when there: five times faster than the parser below
+    except yamlio.InputError:
+        raise
+    except yaml.YAMLError:  # a syntax error: judge again with the parser below, which words it as users see it
+        yamlio.check_limits(text, loader=yaml.SafeLoader)
     loader = yaml.SafeLoader(text)
     docs: list[Located] = []
     try:
@@ -53,39 +64,55 @@ def load_located(text: str) -> list[Located]:
             if node is None:  # pragma: no cover - check_node said there is one
                 continue
             doc = Located(value=None)
-            doc.value = _convert(node, (), doc, loader)
+            doc.value = _Converter(doc, loader).convert(node, ())
             docs.append(doc)
     finally:
         loader.dispose()
     return docs
 
 
-def _convert(node: yaml.Node, path: Path, doc: Located, loader: yaml.SafeLoader) -> Any:
-    doc.positions.setdefault(path, _pos(node))
-    if isinstance(node, yaml.MappingNode):
-        loader.flatten_mapping(node)  # resolves YAML merge keys (<<)
-        out: dict[str, Any] = {}
-        for key_node, value_node in node.value:
-            key = loader.construct_object(key_node, deep=True)
-            if not isinstance(key, str):
-                doc.problems.append((path, f"mapping key {key!r} must be a string"))
-                key = str(key)
-            child = (*path, key)
-            if key in out:
+class _Converter:
+    def __init__(self, doc: Located, loader: yaml.SafeLoader) -> None:
+        self.doc = doc
+        self.loader = loader
+        self.pairs: dict[int, list[tuple[yaml.Node, yaml.Node, bool]]] = {}  # merged pairs by mapping node id
+
+    def convert(self, node: yaml.Node, path: Path) -> Any:
+        doc = self.doc
+        doc.positions.setdefault(path, _pos(node))
+        if isinstance(node, yaml.MappingNode):
+            out: dict[str, Any] = {}
+            own_keys: dict[str, yaml.Node] = {}
+            # Merge keys (<<) first, the mapping's own keys last; an own key overrides a merged one, as in YAML.
+            for key_node, value_node, own in yamlio.merged_pairs(node, self.pairs):
+                key = self.loader.construct_object(key_node, deep=True)
+                if not isinstance(key, str):
+                    doc.problems.append((path, f"mapping key {key!r} must be a string"))
+                    key = str(key)
+                child = (*path, key)
+                first = own_keys.get(key) if own else None
+                if first is not None:
+                    doc.positions[child] = _pos(key_node)
+                    doc.problems.append((child, yamlio.repeated_key(key, first, key_node)))
+                    continue
+                if own:
+                    own_keys[key] = key_node
                 doc.positions[child] = _pos(key_node)
-                doc.problems.append((child, f"key {key!r} appears twice"))
-                continue
-            doc.positions[child] = _pos(key_node)
-            out[key] = _convert(value_node, child, doc, loader)
-            # Keep the key's position (more useful than the value's) for messages about the field.
-            doc.positions[child] = _pos(key_node)
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_convert(item, (*path, i), doc, loader) for i, item in enumerate(node.value)]
-    value = loader.construct_object(node, deep=True)
-    if isinstance(node, yaml.ScalarNode) and node.style is None and value is not None and not isinstance(value, str):
-        doc.plain_text[path] = node.value
-    return value
+                out[key] = self.convert(value_node, child)
+                # Keep the key's position (more useful than the value's) for messages about the field.
+                doc.positions[child] = _pos(key_node)
+            return out
+        if isinstance(node, yaml.SequenceNode):
+            return [self.convert(item, (*path, i)) for i, item in enumerate(node.value)]
+        value = self.loader.construct_object(node, deep=True)
+        if (
+            isinstance(node, yaml.ScalarNode)
+            and node.style is None
+            and value is not None
+            and not isinstance(value, str)
+        ):
+            doc.plain_text[path] = node.value
+        return value
 
 
 def format_path(path: Path) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from kfctl import yamlio
 from kfctl.errors import ConfigError
 from kfctl.fsutil import write_atomic
 
@@ -23,6 +24,7 @@ LOCK_API = "kfctl.kubeflow.org/v1alpha1"
 LOCK_KIND = "KfDefLock"
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
+_HINT = "run `kfctl generate --refresh` to resolve the repos again and rewrite the lock file"
 HEADER = (
     "# Written by kfctl generate: what each repo of the KfDef resolved to. Commit it with the KfDef;\n"
     "# `kfctl generate --refresh` resolves the repos again and rewrites it. Do not edit.\n"
@@ -71,15 +73,13 @@ def render_lock(entries: Iterable[LockEntry]) -> str:
 def read_lock(path: Path) -> dict[str, LockEntry]:
     """The entries of ``path`` by repo name; {} when there is no lock. ConfigError when it is malformed."""
     try:
-        text = path.read_text(encoding="utf-8")
+        doc = yamlio.safe_load(yamlio.read_text(path))  # within yamlio's limits: size, depth, aliases, keys
     except FileNotFoundError:
         return {}
-    except (OSError, UnicodeDecodeError) as e:
+    except OSError as e:
         raise _bad(path, f"cannot read: {e}") from e
-    try:
-        doc = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise _bad(path, f"invalid YAML: {e}") from e
+        raise ConfigError(yamlio.describe(e, str(path)), hint=_HINT) from e
     if not isinstance(doc, dict) or doc.get("kind") != LOCK_KIND or doc.get("apiVersion") != LOCK_API:
         raise _bad(path, f"not a {LOCK_KIND} ({LOCK_API})")
     repos = doc.get("repos") or []
@@ -114,10 +114,7 @@ def _entry(item: Any) -> LockEntry | None:
 
 
 def _bad(path: Path, why: str) -> ConfigError:
-    return ConfigError(
-        f"{path}: {why}",
-        hint="run `kfctl generate --refresh` to resolve the repos again and rewrite the lock file",
-    )
+    return ConfigError(f"{path}: {why}", hint=_HINT)
 
 
 def write_lock(path: Path, entries: Iterable[LockEntry]) -> bool:

@@ -15,6 +15,8 @@ from typing import Any
 
 import yaml
 
+from kfctl import yamlio
+
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 REFERENCE_FIELDS = ("resources", "bases", "components")
 _HOSTLIKE = re.compile(r"^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+(:[0-9]+)?/")
@@ -53,8 +55,9 @@ def remote_references(start: Path, *, root: Path) -> list[RemoteReference]:
         if kfile is None:
             return
         try:
-            doc: Any = yaml.safe_load(kfile.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            # Held to yamlio's limits, so a hostile repo's file costs bounded memory (a YAML bomb, a huge file).
+            doc: Any = yamlio.safe_load(yamlio.read_text(kfile))
+        except (OSError, yaml.YAMLError):
             return  # kustomize will report it, with its own words
         if not isinstance(doc, dict):
             return
