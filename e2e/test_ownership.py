@@ -440,3 +440,39 @@ def test_adopted_helm_objects_outlive_delete_until_delete_adopted(helm_cert_mana
     ]
     FIGURES["helm: delete --delete-adopted"] = {"seconds": run.summary["seconds"], "deleted": run.summary["deleted"]}
     assert identities(kubeconfig, r.objects) == {}
+
+
+def test_an_object_rendered_without_a_namespace_is_checked_where_the_server_keeps_it(
+    tmp_path: Path, kubeconfig: str
+) -> None:
+    """A namespaced object rendered without metadata.namespace goes to "default", as kubectl sends it: the
+    ownership check must look there (it once looked in "" and overwrote the object as if it were absent), and
+    a re-apply of kfctl's own such object must find it (and write nothing)."""
+    theirs = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "own-nons-theirs",
+            "namespace": "default",
+            "labels": {"app.kubernetes.io/managed-by": "Helm"},
+        },
+        "data": {"a": "1"},
+    }
+    kubectl_apply(kubeconfig, [theirs])
+    before = identities(kubeconfig, [theirs])
+    rendered = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "own-nons-theirs"}, "data": {"a": "2"}}
+    write_local_kfdef(tmp_path / "a", name="own-nons-a", namespace="default", apps={"cm": [rendered]})
+    run = kfctl("apply", str(tmp_path / "a"), kubeconfig=kubeconfig)
+    assert run.code == 11, run.explain()
+    assert run.error["details"] == ["ConfigMap own-nons-theirs (cm): Helm release ?"]
+    assert identities(kubeconfig, [theirs]) == before
+
+    mine = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "own-nons-mine"}, "data": {"a": "1"}}
+    write_local_kfdef(tmp_path / "b", name="own-nons-b", namespace="default", apps={"cm": [mine]})
+    first = kfctl("apply", str(tmp_path / "b"), kubeconfig=kubeconfig)
+    assert first.code == 0, first.explain()
+    again = kfctl("apply", str(tmp_path / "b"), kubeconfig=kubeconfig)
+    assert again.code == 10, again.explain()
+    assert again.summary["requests"]["writes"] == 0, again.summary
+    kfctl("delete", str(tmp_path / "b"), kubeconfig=kubeconfig)
+    kubectl(kubeconfig, "delete", "configmap", "own-nons-theirs", "-n", "default", check=False)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from fakecluster import FakeCluster, obj
 
-from kfctl.app.apply import _adoption
+from kfctl.app.apply import _adoption, _refuse_pruning_externals
 from kfctl.catalog.model import Catalog
 from kfctl.config.loader import parse_kfdef
 from kfctl.engine import labels, ownership
@@ -51,8 +51,8 @@ def meta(labels_: dict[str, str] | None = None, annotations: dict[str, str] | No
         ),
         pytest.param(
             meta({"app.kubernetes.io/instance": "platform"}),
-            ownership.Owner("Argo CD application platform (label app.kubernetes.io/instance)", True),
-            id="argocd-label-tracking",
+            ownership.Owner("Argo CD application or chart instance platform (label app.kubernetes.io/instance)", False),
+            id="argocd-label-tracking-or-a-charts-label-is-not-a-mark",
         ),
         pytest.param(
             meta({"kustomize.toolkit.fluxcd.io/name": "infra", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}),
@@ -261,3 +261,82 @@ def test_an_external_application_is_ready_when_the_cluster_serves_its_crds(
         cluster.put(o)
     h = external_health(cluster, ExternalCheck("cert-manager", ("certificates.cert-manager.io",)))
     assert (h.state, h.message) == (state, message)
+
+
+def test_the_scan_finds_objects_where_the_server_keeps_them_not_where_they_were_rendered() -> None:
+    """A namespaced object rendered without a namespace lives in "default"; a cluster-scoped one rendered with
+    one has none: the scan must find both, or it would overwrite someone's object as if it were absent."""
+    cluster = FakeCluster()
+    cluster.put(obj("v1", "ConfigMap", "settings", "default", labels=HELM, annotations=HELM_NOTES))
+    cluster.put(obj("v1", "Namespace", "team", labels=HELM, annotations=HELM_NOTES))
+    bundle = [("app", obj("v1", "ConfigMap", "settings")), ("app", obj("v1", "Namespace", "team", "kubeflow"))]
+    found = ownership.scan(cluster, bundle, applyset_id=OURS, inventory=None)
+    assert sorted(str(f.key) for f in found.foreign) == ["ConfigMap settings", "Namespace kubeflow/team"]
+
+
+def test_an_object_another_tool_marked_since_is_not_ours_by_its_recorded_uid() -> None:
+    cluster = FakeCluster()
+    theirs = cluster.put(
+        obj("v1", "ConfigMap", "c", "demo", labels={labels.PART_OF: "applyset-b-v1", labels.APP_LABEL: "b"})
+    )
+    inv = Inventory("kfctl-d", "demo", "c")
+    inv.members[key_of(theirs)] = Member(key_of(theirs), "app", theirs["metadata"]["uid"])
+    found = ownership.scan(cluster, [("app", obj("v1", "ConfigMap", "c", "demo"))], applyset_id=OURS, inventory=inv)
+    assert [f.owner.description for f in found.foreign] == ["kfctl install b (ApplySet applyset-b-v1)"]
+
+
+def test_adopting_a_key_the_inventory_recorded_marks_it_adopted_and_forgets_the_stale_uid() -> None:
+    key = ObjectKey("", "ConfigMap", "demo", "c")
+    inv = Inventory("kfctl-d", "demo", "c", {key: Member(key, "app", "uid-of-ours-long-gone")})
+    merged = inv.merged([(key, "app")], adopted={key: "Helm release demo/r"})
+    assert merged.members[key] == Member(key, "app", "", "Helm release demo/r")
+
+
+def test_a_namespace_or_crd_holding_kept_adopted_objects_is_kept_with_them() -> None:
+    cluster = FakeCluster()
+    mine = {"applyset_id": OURS, "kfdef_name": "d", "application": "app"}
+    ns = cluster.put(labels.prepare(obj("v1", "Namespace", "demo"), **mine))
+    crd = cluster.put(labels.prepare(crd_of("widgets.example.com", "example.com", "Widget"), **mine))
+    cm = cluster.put(labels.prepare(obj("v1", "ConfigMap", "c", "demo"), **mine))
+    widget = cluster.put(labels.prepare(obj("example.com/v1", "Widget", "w", "demo"), **mine))
+    members = [
+        Member(key_of(ns), "app", ns["metadata"]["uid"]),
+        Member(key_of(crd), "app", crd["metadata"]["uid"]),
+        Member(key_of(cm), "app", cm["metadata"]["uid"], "Helm release demo/r"),
+        Member(key_of(widget), "app", widget["metadata"]["uid"], "Helm release demo/r"),
+    ]
+    options = RemoveOptions(namespaces=True, crds=True, wait_timeout=1.0, poll_interval=0.01)
+    result = remove(cluster, members, applyset_id=OURS, reporter=EventLog(), options=options, verb="Deleted")
+    kept = dict(result.kept)
+    assert kept[key_of(ns)] == (
+        "holds 2 adopted object(s) that are kept (ConfigMap demo/c, Widget.example.com demo/w); "
+        "kept without --prune-adopted"
+    )
+    assert kept[key_of(crd)] == (
+        "is the kind of 1 adopted object(s) that are kept (Widget.example.com demo/w); kept without --prune-adopted"
+    )
+    assert result.removed == []
+
+
+def crd_of(name: str, group: str, kind: str) -> Obj:
+    return obj(
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        name,
+        spec={"group": group, "scope": "Namespaced", "names": {"kind": kind, "plural": name.split(".")[0]}},
+    )
+
+
+def test_an_application_this_install_applied_is_not_pruned_when_marked_external(catalog: Catalog) -> None:
+    k = kfdef("applications: [{name: cert-manager, external: true}, {name: common}]", catalog)
+    inv = Inventory("kfctl-demo", "kubeflow", "c")
+    for n in ("a", "b"):
+        key = ObjectKey("apps", "Deployment", "cert-manager", n)
+        inv.members[key] = Member(key, "cert-manager", "u-" + n)
+    with pytest.raises(OwnershipError) as info:
+        _refuse_pruning_externals(inv, k)
+    assert info.value.message == (
+        "cert-manager: marked external: true, but this install applied it (cert-manager: 2 objects in its "
+        "inventory); kfctl would prune what the KfDef says the cluster provides; nothing was written"
+    )
+    _refuse_pruning_externals(None, k)  # a first install: nothing to refuse

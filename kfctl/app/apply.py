@@ -12,6 +12,7 @@ only when it differs; a field someone changed is put back.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -151,6 +152,7 @@ def _apply_locked(
         old = persist(lambda: inventory.read(cluster, name=bundle.inventory_name, namespace=kfdef.namespace))
         found = persist(lambda: _scan(cluster, bundle, old))
     adopting = _adoption(found, kfdef, adopt_all=adopt)
+    _refuse_pruning_externals(old, kfdef)
     with talking_to(cluster, f"recording the inventory {where} before applying"):
         persist(lambda: _ensure_inventory_namespace(cluster, bundle))
         current = old or inventory.Inventory(bundle.inventory_name, kfdef.namespace, cluster_id)
@@ -232,6 +234,24 @@ class _Persist:
 def _after(merged: inventory.Inventory, old: inventory.Inventory | None) -> inventory.Inventory | None:
     """What the cluster holds now: ``merged`` if it was written, else ``old``."""
     return merged if not merged.same_as(old) else old
+
+
+def _refuse_pruning_externals(old: inventory.Inventory | None, kfdef: KfDef) -> None:
+    """An application this install applied, now marked external: pruning it would remove what the KfDef says
+    the cluster provides (its CRDs and namespace kept, its controllers gone), so refuse instead."""
+    externals = {a.name for a in kfdef.applications if a.enabled and a.external}
+    counts = Counter(m.application for m in (old.members.values() if old else ()) if m.application in externals)
+    if not counts:
+        return
+    raise OwnershipError(
+        f"{', '.join(sorted(counts))}: marked external: true, but this install applied it "
+        f"({', '.join(f'{app}: {n} objects' for app, n in sorted(counts.items()))} in its inventory); kfctl "
+        "would prune what the KfDef says the cluster provides; nothing was written",
+        hint=(
+            "to keep kfctl managing it, drop external: true; to hand it over, first remove the application from "
+            "the KfDef and apply (kfctl removes it), install it your way, then add it back with external: true"
+        ),
+    )
 
 
 def _scan(cluster: Cluster, bundle: Bundle, recorded: inventory.Inventory | None) -> ownership.Scan:

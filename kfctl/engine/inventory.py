@@ -78,9 +78,12 @@ class Inventory:
         """Old + new: every old member plus each new key (UID unknown until applied); ``adopted`` marks the
         foreign objects about to be taken over, with who managed them."""
         out = Inventory(self.name, self.namespace, self.cluster_id, dict(self.members))
+        taken = adopted or {}
         for key, app in keys:
-            if key not in out.members:
-                out.members[key] = Member(key, app, adopted=(adopted or {}).get(key, ""))
+            if key in taken:  # someone else's object now, even where an old run of ours recorded the key
+                out.members[key] = Member(key, app, adopted=taken[key])
+            elif key not in out.members:
+                out.members[key] = Member(key, app)
         return out
 
     def to_object(self) -> Obj:

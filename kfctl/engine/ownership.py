@@ -93,7 +93,9 @@ def owner_of(obj: Mapping[str, Any]) -> Owner:
             return Owner(f"kfctl install {tags[labels.APP_LABEL]} (ApplySet {tags[labels.PART_OF]})", True)
         return Owner(f"ApplySet {tags[labels.PART_OF]}", True)
     if tags.get(ARGOCD_LABEL):
-        return Owner(f"Argo CD application {tags[ARGOCD_LABEL]} (label {ARGOCD_LABEL})", True)
+        # Argo CD's label tracking (its default before v3) — but most Helm charts and plain manifests set this
+        # label too, so it is named, not taken as a tool's mark: a Namespace carrying only it is shared.
+        return Owner(f"Argo CD application or chart instance {tags[ARGOCD_LABEL]} (label {ARGOCD_LABEL})", False)
     controller = next((r for r in meta.get("ownerReferences") or [] if r.get("controller")), None)
     if controller is not None:
         return Owner(f"controlled by {controller.get('kind')} {controller.get('name')}", True)
@@ -152,16 +154,16 @@ def _scan_kind(
             raise
         return _scan_each(cluster, res, members, applyset_id=applyset_id, recorded=recorded)
     found = {_where(item, res): item for item in ours}
-    missing = [(key, app) for key, app, _ in members if (key.namespace, key.name) not in found]
+    missing = [(key, app) for key, app, _ in members if _stored_at(key, res) not in found]
     for key, _, _ in members:
-        item = found.get((key.namespace, key.name))
+        item = found.get(_stored_at(key, res))
         if item is not None:
             out.live[key] = _trim(item)
     if not missing:
         return out
     others: dict[tuple[str, str], Obj] = {}
     try:
-        for ns in sorted({key.namespace for key, _ in missing}):
+        for ns in sorted({_stored_at(key, res)[0] for key, _ in missing}):
             for item in cluster.list_metadata(res.api_version, first.kind, namespace=ns or None):
                 others[_where(item, res)] = item
     except ApiError as e:
@@ -170,7 +172,7 @@ def _scan_kind(
         rest: list[tuple[ObjectKey, str, Obj]] = [(k, a, {}) for k, a in missing]
         return _scan_each(cluster, res, rest, applyset_id=applyset_id, recorded=recorded, into=out)
     for key, app in missing:
-        _sort(cluster, res, key, app, others.get((key.namespace, key.name)), out, recorded=recorded)
+        _sort(cluster, res, key, app, others.get(_stored_at(key, res)), out, recorded=recorded)
     return out
 
 
@@ -216,11 +218,13 @@ def _sort(
         return
     meta = meta_obj.get("metadata") or {}
     uid = str(meta.get("uid", ""))
-    if recorded.get(key) == uid:  # ours, label removed by someone: read it whole for the drift check
+    owner = owner_of(meta_obj)
+    # Ours by the UID the inventory recorded, its label removed by someone; not when another tool has marked
+    # it since (another install adopted it): then it is theirs, and taking it back would be a tug of war.
+    if recorded.get(key) == uid and not owner.marked:
         live = cluster.get(res.api_version, key.kind, namespace=key.namespace, name=key.name)
         out.live[key] = _trim(live) if live is not None else None
         return
-    owner = owner_of(meta_obj)
     foreign = ForeignObject(key, app, owner, uid, meta_obj)
     if (key.group, key.kind) == ("", "Namespace") and not owner.marked:
         out.shared.append(foreign)
@@ -241,6 +245,12 @@ def _resource(cluster: Cluster, api_version: str, key: ObjectKey) -> Resource | 
         return cluster.resource_for_key(key)
     except NoKindMatch:
         return None
+
+
+def _stored_at(key: ObjectKey, res: Resource) -> tuple[str, str]:
+    """Where the server keeps a bundle object: a namespaced one rendered without a namespace is applied to
+    "default" (as kubectl does), a cluster-scoped one has none whatever it was rendered with."""
+    return ((key.namespace or "default") if res.namespaced else "", key.name)
 
 
 def _where(item: Mapping[str, Any], res: Resource) -> tuple[str, str]:

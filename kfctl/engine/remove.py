@@ -74,7 +74,11 @@ def remove(
     phases: dict[int, list[Member]] = {}
     for m in members:
         phases.setdefault(rules.delete_phase(m.key.group, m.key.kind, builtin_groups=BUILTIN_GROUPS), []).append(m)
+    members = list(members)
     ctx = _Context(cluster, applyset_id, reporter, options, result, clock, sleep)
+    # Adopted objects that stay also keep the namespace they are in and the CRD of their kind: deleting
+    # either would delete them with it (they carry our label, so the look inside would not see them).
+    ctx.adopted_kept = [m for m in members if m.adopted and not options.adopted]
     for phase in sorted(phases):
         pending: dict[ObjectKey, Member] = {}
         ctx.deadline = clock() + options.wait_timeout
@@ -134,6 +138,7 @@ class _Context:
     sleep: Callable[[float], None]
     deadline: float = 0.0
     resources: tuple[Resource, ...] | None = None  # namespaced kinds, discovered when a namespace is to go
+    adopted_kept: list[Member] = field(default_factory=list)
 
     def call(self, fn: Callable[[], T]) -> T:
         """``fn()``, retried with backoff while it fails transiently and the phase's deadline allows."""
@@ -179,7 +184,7 @@ def _try_delete(ctx: _Context, m: Member) -> bool:
         result.skipped.append((key, "was recreated by someone else (UID differs); left alone"))
         reporter(Event("Skipped", str(key), "UID differs from the one kfctl applied; left alone", app=m.application))
         return False
-    keep = _protected(ctx, key, m)
+    keep = _protected(ctx, key, m, live)
     if keep:
         result.kept.append((key, keep))
         reporter(Event("Kept", str(key), keep, app=m.application))
@@ -198,7 +203,7 @@ def _try_delete(ctx: _Context, m: Member) -> bool:
     return True
 
 
-def _protected(ctx: _Context, key: ObjectKey, m: Member) -> str:
+def _protected(ctx: _Context, key: ObjectKey, m: Member, live: Obj) -> str:
     """Why this object must be kept ("" when it may go)."""
     cluster, options = ctx.cluster, ctx.options
     if m.adopted and not options.adopted:
@@ -207,6 +212,9 @@ def _protected(ctx: _Context, key: ObjectKey, m: Member) -> str:
     if gk == ("", "Namespace"):
         if not options.namespaces:
             return "namespaces are kept without --prune-namespaces"
+        holds = _holds_adopted(ctx, key, live)
+        if holds:
+            return f"holds {_adopted_kept(holds)}; kept without {options.adopted_flag}"
         if not options.storage:
             claims = ctx.call(lambda: cluster.list("v1", "PersistentVolumeClaim", namespace=key.name))
             if claims:
@@ -223,6 +231,9 @@ def _protected(ctx: _Context, key: ObjectKey, m: Member) -> str:
     if gk == ("apiextensions.k8s.io", "CustomResourceDefinition"):
         if not options.crds:
             return "CRDs are kept (deleting one deletes every object of its kind); use --prune-crds"
+        holds = _holds_adopted(ctx, key, live)
+        if holds:
+            return f"is the kind of {_adopted_kept(holds)}; kept without {options.adopted_flag}"
         # Our custom resources went in an earlier phase; what is left of the kind is a user's (a notebook, an
         # experiment, an InferenceService) or another app's, and deleting the CRD would delete it everywhere.
         left = ctx.call(lambda: custom_resources_left(cluster, key.name, applyset_id=ctx.applyset_id))
@@ -237,6 +248,22 @@ def _protected(ctx: _Context, key: ObjectKey, m: Member) -> str:
     if gk in rules.STORAGE_KINDS and not options.storage:
         return f"storage is kept without {options.storage_flag}"
     return ""
+
+
+def _holds_adopted(ctx: _Context, key: ObjectKey, live: Obj) -> list[ObjectKey]:
+    """The kept adopted objects that deleting this Namespace or CRD would delete along with it."""
+    if (key.group, key.kind) == ("", "Namespace"):
+        return [a.key for a in ctx.adopted_kept if a.key.namespace == key.name]
+    if (key.group, key.kind) == ("apiextensions.k8s.io", "CustomResourceDefinition"):
+        spec = live.get("spec") or {}
+        group, kind = spec.get("group"), (spec.get("names") or {}).get("kind")
+        return [a.key for a in ctx.adopted_kept if (a.key.group, a.key.kind) == (group, kind)]
+    return []
+
+
+def _adopted_kept(keys: list[ObjectKey]) -> str:
+    names = ", ".join(str(k) for k in keys[:SHOWN]) + (f" and {len(keys) - SHOWN} more" if len(keys) > SHOWN else "")
+    return f"{len(keys)} adopted object(s) that are kept ({names})"
 
 
 def _namespace_conditions(live: Obj) -> str:
