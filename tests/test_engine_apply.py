@@ -410,16 +410,19 @@ def test_a_re_apply_puts_back_what_someone_changed_in_kfctls_fields_and_names_th
 
 def test_a_value_the_server_only_rewrote_is_settled_by_a_dry_run_and_not_written() -> None:
     cluster = FakeCluster()
-    quota = obj("v1", "ConfigMap", "limits", "demo", data={"cpu": "0.5"})
-    run(cluster, [NS, quota])
-    stored = cluster.live(ObjectKey("", "ConfigMap", "demo", "limits"))
+    container = {"name": "op", "image": "kubeflow/op:v1", "resources": {"requests": {"cpu": "0.5"}}}
+    dep = obj("apps/v1", "Deployment", "op", "demo", spec={"template": {"spec": {"containers": [container]}}})
+    run(cluster, [NS, dep])
+    key = ObjectKey("apps", "Deployment", "demo", "op")
+    stored = cluster.live(key)
     assert stored is not None
-    stored["data"]["cpu"] = "500m"  # as the API server canonicalises a quantity
-    stored["data"]["mode"] = "x"  # and a field kfctl does not render
-    cluster.fail(ObjectKey("", "ConfigMap", "demo", "limits"))
+    c = stored["spec"]["template"]["spec"]["containers"][0]
+    c["resources"]["requests"]["cpu"] = "500m"  # as the API server canonicalises a quantity
+    c["imagePullPolicy"] = "IfNotPresent"  # and a field kfctl does not render
+    cluster.fail(key, ApiError(500, "kfctl must not send this object again"))
     writes, dry = cluster.stats.writes, cluster.stats.dry_runs
-    result, _ = run(cluster, [NS, quota])
-    assert sorted(result.unchanged) == ["ConfigMap demo/limits", "Namespace demo"]
+    result, _ = run(cluster, [NS, dep])
+    assert sorted(result.unchanged) == ["Deployment.apps demo/op", "Namespace demo"]
     assert (cluster.stats.writes, cluster.stats.dry_runs) == (writes, dry)  # compared by value: no request
 
 

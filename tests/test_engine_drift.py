@@ -91,22 +91,127 @@ def test_differences_name_only_the_fields_kfctl_renders_that_changed(live: dict[
     assert differences(DEPLOY, live) == expected
 
 
+def deployment_requesting(cpu: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "op"},
+        "spec": {"template": {"spec": {"containers": [{"name": "op", "resources": {"requests": {"cpu": cpu}}}]}}},
+    }
+
+
+def deployment_with_env(value: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "op"},
+        "spec": {"template": {"spec": {"containers": [{"name": "op", "env": [{"name": "HEAP", "value": value}]}]}}},
+    }
+
+
+def config_map(value: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": value}}
+
+
+def claim(storage: Any) -> dict[str, Any]:
+    spec = {"resources": {"requests": {"storage": storage}}}
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "p"}, "spec": spec}
+
+
+def limit_range(field: str, value: Any) -> dict[str, Any]:
+    spec = {"limits": [{"type": "Container", field: {"cpu": value}}]}
+    return {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "l"}, "spec": spec}
+
+
+def pod_with_scratch(size: Any) -> dict[str, Any]:
+    volume = {"name": "tmp", "emptyDir": {"sizeLimit": size}}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"volumes": [volume]}}
+
+
+REQUESTS_CPU = "spec.template.spec.containers[op].resources.requests.cpu"
+ENV_VALUE = "spec.template.spec.containers[op].env[HEAP].value"
+
+
 @pytest.mark.parametrize(
-    ("want", "have", "same"),
+    ("desired", "live", "expected"),
     [
-        pytest.param("1Gi", "1024Mi", True, id="binary-suffixes"),
-        pytest.param("0.5", "500m", True, id="decimal-cpu"),
-        pytest.param(1, "1", True, id="integer-as-quantity"),
-        pytest.param("1e3", "1k", True, id="exponent"),
-        pytest.param("2Gi", "1Gi", False, id="other-size"),
-        pytest.param(True, "true", False, id="boolean-is-not-text"),
-        pytest.param("v1", "v1.0", False, id="text-is-compared-as-text"),
+        pytest.param(
+            deployment_requesting("0.5"), deployment_requesting("500m"), [], id="container-request-decimal-cpu"
+        ),
+        pytest.param(deployment_requesting(1), deployment_requesting("1"), [], id="container-request-written-as-int"),
+        pytest.param(deployment_requesting("1e3"), deployment_requesting("1k"), [], id="container-request-exponent"),
+        pytest.param(
+            deployment_requesting("1"), deployment_requesting("2"), [REQUESTS_CPU], id="container-request-other-value"
+        ),
+        pytest.param(claim("1Gi"), claim("1024Mi"), [], id="pvc-storage-binary-suffixes"),
+        pytest.param(claim("2Gi"), claim("1Gi"), ["spec.resources.requests.storage"], id="pvc-storage-other-size"),
+        pytest.param(limit_range("max", "0.5"), limit_range("max", "500m"), [], id="limit-range-max"),
+        pytest.param(pod_with_scratch("1Gi"), pod_with_scratch("1024Mi"), [], id="empty-dir-size-limit"),
+        pytest.param(config_map("1.10"), config_map("1.1"), ["data.k"], id="config-map-version-is-text"),
+        pytest.param(config_map("080"), config_map("80"), ["data.k"], id="config-map-leading-zero-is-text"),
+        pytest.param(config_map("0.5"), config_map("500m"), ["data.k"], id="config-map-quantity-look-alike-is-text"),
+        pytest.param(deployment_with_env("1G"), deployment_with_env("1000M"), [ENV_VALUE], id="env-value-is-text"),
+        pytest.param(config_map("v1"), config_map("v1.0"), ["data.k"], id="text-is-compared-as-text"),
+        pytest.param(config_map(True), config_map("true"), ["data.k"], id="boolean-is-not-text"),
+        pytest.param(config_map(1), config_map(1.0), [], id="numbers-compare-by-value"),
+        pytest.param(config_map(1), config_map(True), ["data.k"], id="a-boolean-is-not-a-number"),
+        pytest.param(config_map(1), config_map("1"), ["data.k"], id="a-number-is-not-text-outside-quantities"),
     ],
 )
-def test_quantities_the_server_rewrites_compare_by_value(want: Any, have: Any, same: bool) -> None:
-    desired = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": want}}
-    live = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": have}}
-    assert differences(desired, live) == ([] if same else ["data.k"])
+def test_quantities_compare_by_value_only_where_the_server_rewrites_them(
+    desired: dict[str, Any], live: dict[str, Any], expected: list[str]
+) -> None:
+    assert differences(desired, live) == expected
+
+
+def deployment(**spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "op"}, "spec": spec}
+
+
+def priority_class(**fields: Any) -> dict[str, Any]:
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "pc"}, **fields}
+
+
+@pytest.mark.parametrize(
+    ("desired", "live", "expected"),
+    [
+        pytest.param(deployment(replicas=1), deployment(), ["spec.replicas"], id="replicas-one-vs-missing"),
+        pytest.param(
+            priority_class(value=1, globalDefault=True),
+            priority_class(value=1),
+            ["globalDefault"],
+            id="true-vs-missing",
+        ),
+        pytest.param(
+            priority_class(value=1, globalDefault=False),
+            priority_class(value=1, globalDefault=True),
+            ["globalDefault"],
+            id="false-vs-true",
+        ),
+        # A zero the server may have dropped (omitempty) or someone may have deleted: the objects cannot tell,
+        # so it is a difference and the engine's dry run settles it.
+        pytest.param(
+            priority_class(value=10, globalDefault=False),
+            priority_class(value=10),
+            ["globalDefault"],
+            id="false-vs-missing-is-left-to-the-dry-run",
+        ),
+        pytest.param(
+            deployment(replicas=0), deployment(), ["spec.replicas"], id="zero-vs-missing-is-left-to-the-dry-run"
+        ),
+        pytest.param(
+            priority_class(value=1, description=""),
+            priority_class(value=1),
+            ["description"],
+            id="empty-text-vs-missing-is-left-to-the-dry-run",
+        ),
+        pytest.param(priority_class(value=1, preemption={}), priority_class(value=1), [], id="empty-map-vs-missing"),
+    ],
+)
+def test_a_missing_field_holds_only_an_empty_or_null_value(
+    desired: dict[str, Any], live: dict[str, Any], expected: list[str]
+) -> None:
+    assert differences(desired, live) == expected
 
 
 def test_a_secrets_string_data_is_compared_as_the_server_stores_it() -> None:

@@ -5,8 +5,23 @@ kfctl renders (Argo CD, Flux and kapp all compare against the live state; a hash
 see a ``kubectl set image``). ``differences`` answers from the objects alone: every field of the desired
 object must hold the same value in the live one; fields kfctl does not render (replicas an HPA manages,
 defaults, status, other managers' additions) are not looked at. Where the API server may have rewritten a
-value (a quantity, a list another manager added to) it reports a difference, and the engine asks the server
-with a dry run of the same apply: ``corrected_fields`` names the fields that differ now and hold after it.
+value (a list another manager added to, a quantity outside the paths below) it reports a difference, and the
+engine asks the server with a dry run of the same apply: ``corrected_fields`` names the fields that differ now
+and hold after it. Being strict costs one request; being lenient would hide drift, so values compare so:
+
+- Strings compare exactly ("1.10" is not "1.1", "080" is not "80", "1G" is not "1000M"), numbers by value
+  (1 is 1.0), and a bool is never a number.
+- Quantities compare by value ("0.5" is "500m", "1Gi" is "1024Mi", ``cpu: 1`` is "1"), but only where the API
+  server canonicalises them, the fields of type resource.Quantity: a value whose parent key is ``requests``,
+  ``limits``, ``hard``, ``capacity``, ``overhead`` or ``podFixed`` (container and pod resources, a PVC's
+  requests, ResourceQuota ``spec.hard``, PV ``spec.capacity``, pod and RuntimeClass overhead); one under
+  ``spec.limits[*]`` ``max``, ``min``, ``default``, ``defaultRequest`` or ``maxLimitRequestRatio``
+  (LimitRange); and any ``sizeLimit`` (emptyDir). ConfigMap data, env values and labels are text.
+- A field the live object lacks holds a wanted null, {} or []: the server keeps no empty value. A wanted
+  false, 0 or "" is *not* taken as held by a missing field, although Go's ``omitempty`` drops the zero value
+  of a non-pointer field (PriorityClass ``globalDefault: false`` never comes back): from the object alone that
+  cannot be told from someone deleting ``allowPrivilegeEscalation: false`` or a label ``""``, which must be
+  put back. Such an object costs one dry run per re-apply, which settles it (the full catalog has one).
 """
 
 from __future__ import annotations
@@ -24,6 +39,9 @@ from kfctl.objects import Obj
 
 SERVER_FIELDS = ("managedFields", "resourceVersion", "generation", "creationTimestamp", "uid", "selfLink")
 IGNORED_ANNOTATIONS = (labels.HASH_ANNOTATION, "kubectl.kubernetes.io/last-applied-configuration")
+# Parent keys of the resource.Quantity maps (ResourceList) kfctl may render; see the module docstring.
+_QUANTITY_MAPS = frozenset({"requests", "limits", "hard", "capacity", "overhead", "podFixed"})
+_LIMIT_RANGE_MAPS = frozenset({"max", "min", "default", "defaultRequest", "maxLimitRequestRatio"})
 _QUANTITY = re.compile(r"^([+-]?[0-9.]+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?[0-9]+)?$")
 _SUFFIX = {
     "": Decimal(1),
@@ -80,15 +98,17 @@ def corrected_fields(desired: Mapping[str, Any], live: Mapping[str, Any], dry_ru
     return [f for f in differences(desired, live) if f not in after]
 
 
-def _compare(want: Any, have: Any, path: str, out: list[str]) -> None:
-    if have is _MISSING and want in (None, {}, []):
-        return  # sets nothing: the server keeps no empty value, nor a null one (creationTimestamp: null)
+def _compare(want: Any, have: Any, path: str, out: list[str], keys: tuple[str | int, ...] = ()) -> None:
+    """Appends to ``out`` the fields of ``want`` that ``have`` does not hold; ``path`` names the field for a
+    person, ``keys`` is where it is (mapping keys, list indexes), for the rules that depend on the field."""
+    if have is _MISSING and (want is None or want == {} or want == []):
+        return  # sets nothing the server keeps: a null (creationTimestamp: null) or an empty map or list
     if isinstance(want, Mapping):
         if not isinstance(have, Mapping):
             out.append(path or ".")
             return
         for k, v in want.items():
-            _compare(v, have.get(k, _MISSING), _join(path, str(k)), out)
+            _compare(v, have.get(k, _MISSING), _join(path, str(k)), out, (*keys, str(k)))
         return
     if isinstance(want, list):
         if not isinstance(have, list):
@@ -96,17 +116,17 @@ def _compare(want: Any, have: Any, path: str, out: list[str]) -> None:
             return
         if len(want) == len(have):
             for i, (w, h) in enumerate(zip(want, have, strict=True)):
-                _compare(w, h, f"{path}[{_label(w, i)}]", out)
+                _compare(w, h, f"{path}[{_label(w, i)}]", out, (*keys, i))
             return
         names = [w.get("name") for w in want if isinstance(w, Mapping)]
         if len(names) == len(want) and all(isinstance(n, str) for n in names) and len(set(names)) == len(names):
             by_name = {h.get("name"): h for h in have if isinstance(h, Mapping)}
-            for w in want:
-                _compare(w, by_name.get(w["name"], _MISSING), f"{path}[{w['name']}]", out)
+            for i, w in enumerate(want):
+                _compare(w, by_name.get(w["name"], _MISSING), f"{path}[{w['name']}]", out, (*keys, i))
             return
         out.append(path)
         return
-    if not _same_scalar(want, have):
+    if not _same_scalar(want, have, keys):
         out.append(path)
 
 
@@ -117,17 +137,35 @@ class _Missing:
 _MISSING = _Missing()
 
 
-def _same_scalar(want: Any, have: Any) -> bool:
-    if want == have and type(want) is type(have):
-        return True
+def _same_scalar(want: Any, have: Any, keys: tuple[str | int, ...]) -> bool:
     if isinstance(want, bool) or isinstance(have, bool):
+        return want is have
+    if _is_quantity_field(keys):
+        a = _quantity(want)
+        return a is not None and a == _quantity(have)
+    if isinstance(want, int | float) and isinstance(have, int | float):
+        return want == have
+    return type(want) is type(have) and want == have
+
+
+def _is_quantity_field(keys: tuple[str | int, ...]) -> bool:
+    """Whether the API server stores the value at ``keys`` as a resource.Quantity, rewritten canonical."""
+    if not keys or not isinstance(keys[-1], str):
         return False
-    a, b = _quantity(want), _quantity(have)
-    return a is not None and a == b
+    if keys[-1] == "sizeLimit":
+        return True
+    if len(keys) >= 2 and keys[-2] in _QUANTITY_MAPS:
+        return True
+    # A LimitRange's spec.limits[i].max.cpu; spec.limits[i].type is text.
+    return (
+        len(keys) == 5 and keys[:2] == ("spec", "limits") and isinstance(keys[2], int) and keys[3] in _LIMIT_RANGE_MAPS
+    )
 
 
 def _quantity(value: Any) -> Decimal | None:
     """A number or a Kubernetes quantity ("500m", "1Gi", "1e3"), as a number; None for anything else."""
+    if isinstance(value, bool):
+        return None
     if isinstance(value, int | float):
         return Decimal(str(value))
     if not isinstance(value, str):
