@@ -15,7 +15,8 @@ API server, what these controllers would do in a real cluster:
 - webhook servers that keep their own serving CA in a Secret (table DYNAMIC_SERVING_CAS; cert-manager's
   webhook): while the server's Deployment exists, the Secret exists and holds a CA.
 - a volume provisioner for the StorageClasses in PROVISIONED_STORAGE_CLASSES: each pending claim gets a
-  PersistentVolume bound to it, deleted again once the claim is gone.
+  PersistentVolume bound to it, deleted again once the claim is gone; a pod the scheduler still holds back for
+  its claims after they are all bound gets a wake-up (WAKE_AFTER_SECONDS).
 
 It polls about once a second, survives the cert-manager CRDs not being installed yet, and touches only the
 objects listed above. One stand-in acts per cluster: it holds the Lease kube-system/kfctl-e2e-standin.
@@ -85,6 +86,18 @@ INJECT_CA_FROM_SECRET = "cert-manager.io/inject-ca-from-secret"
 # cainjector injects from a Secret named by inject-ca-from-secret only when the Secret allows it.
 ALLOW_DIRECT_INJECTION = "cert-manager.io/allow-direct-injection"
 PROVISIONER = "kfctl-e2e-standin"  # recorded on the volumes it creates, so it deletes only its own
+# kube-scheduler (1.33) can lose the wake-up of a pod whose claim binds while it is trying the pod. Its queue and its
+# PV/PVC caches are fed by separate informer handlers (kubernetes/kubernetes#93552), and with SchedulerPopFromBackoffQ
+# (beta, on since 1.33) each event of a binding (our volume's Add, then the binder's volume and claim updates, all
+# within a millisecond) has the pod retried within microseconds, before those caches hold what the event announced:
+# "unbound immediate PersistentVolumeClaims", "pvc(s) bound to non-existent pv(s)". After the last event the pod
+# waits for the scheduler's 5-minute flush of unschedulable pods, which is kfctl's default --wait-timeout. Any
+# PersistentVolume update requeues the pods the VolumeBinding plugin rejected, so when a pod is still held back for
+# its claims this long after the stand-in saw all of them bound, it writes an annotation on the pod's volume (again
+# after twice the wait, and so on up to WAKE_MAX_INTERVAL_SECONDS, while the pod stays held back).
+WAKE_AFTER_SECONDS = 3.0
+WAKE_MAX_INTERVAL_SECONDS = 60.0
+SCHEDULER_WAKEUP = "kfctl-e2e-standin/scheduler-wakeup"
 LEASE_NAMESPACE, LEASE_NAME = "kube-system", "kfctl-e2e-standin"
 LEASE_SECONDS = 15
 POLL_SECONDS = 1.0
@@ -200,6 +213,8 @@ class StandIn:
         self.api = api
         self.self_managed_webhook_certs = self_managed_webhook_certs
         self.dynamic_serving_cas = dynamic_serving_cas
+        # Pods held back for claims that are all bound, by UID: (first seen, next wake-up, wait before it), monotonic.
+        self.held_back: dict[str, tuple[float, float, float]] = {}
 
     def reconcile(self) -> None:
         """One pass over everything; each part, and each object in it, fails alone."""
@@ -564,8 +579,7 @@ class StandIn:
             with self.guard(f"persistentvolumeclaim {_ref(meta)}"):
                 self.provision(claim)
         for name, pv in volumes.items():
-            annotations = pv["metadata"].get("annotations") or {}
-            if annotations.get("pv.kubernetes.io/provisioned-by") != PROVISIONER:
+            if not _provisioned_by_us(pv):
                 continue
             claim_ref = pv.get("spec", {}).get("claimRef") or {}
             if pv.get("status", {}).get("phase") == "Released" or claim_ref.get("uid") not in claim_uids:
@@ -582,6 +596,54 @@ class StandIn:
                     claim_ref.get("namespace"),
                     claim_ref.get("name"),
                 )
+        with self.guard("scheduler wake-ups"):
+            self.wake_held_back_pods(claims, volumes)
+
+    def wake_held_back_pods(self, claims: list[JSON], volumes: dict[str, JSON]) -> None:
+        """Requeue pods the scheduler still rejects for their claims although every claim is bound to a volume that
+        exists, by touching the volume (see WAKE_AFTER_SECONDS)."""
+        bound = {
+            (c["metadata"]["namespace"], c["metadata"]["name"]): c["spec"]["volumeName"]
+            for c in claims
+            if c.get("status", {}).get("phase") == "Bound" and c.get("spec", {}).get("volumeName") in volumes
+        }
+        held_back: dict[str, tuple[float, float, float]] = {}
+        pending = (
+            self.api.list("/api/v1/pods", query={"fieldSelector": "spec.nodeName=,status.phase=Pending"})
+            if bound
+            else []
+        )
+        clock = time.monotonic()
+        touched: set[str] = set()
+        for pod in pending:
+            meta = pod["metadata"]
+            names = _claim_names(pod)
+            pvs = [bound.get((meta["namespace"], name)) for name in names]
+            ours = sorted({pv for pv in pvs if pv and _provisioned_by_us(volumes[pv])})
+            if meta.get("deletionTimestamp") or not names or None in pvs or not ours or not _held_back_for_volumes(pod):
+                continue
+            since, due, wait = self.held_back.get(meta["uid"], (clock, clock + WAKE_AFTER_SECONDS, WAKE_AFTER_SECONDS))
+            if clock >= due:
+                for pv in ours:
+                    if pv in touched:
+                        continue
+                    touched.add(pv)
+                    # A new value each time: a patch that changes nothing makes no event.
+                    stamp = dt.datetime.now(dt.timezone.utc).isoformat()
+                    with self.guard(f"persistentvolume {pv}"):
+                        self.api.merge_patch(
+                            f"/api/v1/persistentvolumes/{pv}", {"metadata": {"annotations": {SCHEDULER_WAKEUP: stamp}}}
+                        )
+                log.info(
+                    "pod %s: held back for its claims %.0f s after they were bound; woke the scheduler through %s",
+                    _ref(meta),
+                    clock - since,
+                    ", ".join(ours),
+                )
+                wait = min(wait * 2, WAKE_MAX_INTERVAL_SECONDS)
+                due = clock + wait
+            held_back[meta["uid"]] = (since, due, wait)
+        self.held_back = held_back
 
     def provision(self, claim: JSON) -> None:
         meta, spec = claim["metadata"], claim["spec"]
@@ -614,6 +676,32 @@ class StandIn:
             },
         )
         log.info("persistentvolumeclaim %s: created volume %s (%s)", _ref(meta), name, size)
+
+
+def _claim_names(pod: JSON) -> list[str]:
+    """The claims a pod uses, generic ephemeral volumes' included (named <pod>-<volume>)."""
+    names: list[str] = []
+    for volume in pod.get("spec", {}).get("volumes") or []:
+        if volume.get("persistentVolumeClaim"):
+            names.append(volume["persistentVolumeClaim"]["claimName"])
+        elif volume.get("ephemeral"):
+            names.append(f"{pod['metadata']['name']}-{volume['name']}")
+    return names
+
+
+def _held_back_for_volumes(pod: JSON) -> bool:
+    """Whether the scheduler's last word on the pod was about its claims or volumes."""
+    for condition in pod.get("status", {}).get("conditions") or []:
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+            message = (condition.get("message") or "").lower()
+            return condition.get("reason") == "Unschedulable" and any(
+                word in message for word in ("persistentvolumeclaim", "pvc(s)", "pv(s)")
+            )
+    return False
+
+
+def _provisioned_by_us(pv: JSON) -> bool:
+    return (pv["metadata"].get("annotations") or {}).get("pv.kubernetes.io/provisioned-by") == PROVISIONER
 
 
 def _ref(meta: JSON) -> str:
