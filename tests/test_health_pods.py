@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import yaml
 
 from kfctl.health.pods import pod_problems
@@ -40,9 +41,39 @@ def test_image_pull_backoff_and_crash_loop_name_the_container() -> None:
     ]
 
 
-def test_failed_scheduling_event_counts_when_conditions_are_silent() -> None:
-    event = {"type": "Warning", "reason": "FailedScheduling", "message": "0/1 nodes are available"}
-    assert pod_problems([{"status": {}}], [event]) == ["Unschedulable: 0/1 nodes are available"]
+EARLIER = {
+    "type": "Warning",
+    "reason": "FailedScheduling",
+    "message": "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims",
+    "involvedObject": {"kind": "Pod", "name": "web-1"},
+}
+
+
+@pytest.mark.parametrize(
+    ("pod", "expected"),
+    [
+        pytest.param(
+            {"metadata": {"name": "web-1"}, "status": {}},
+            ["Unschedulable: 0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims"],
+            id="counts-when-conditions-are-silent",
+        ),
+        pytest.param(
+            {
+                "metadata": {"name": "web-1"},
+                "spec": {"nodeName": "cpu-node-0"},
+                "status": {
+                    "containerStatuses": [{"name": "web", "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]
+                },
+            },
+            ["CrashLoopBackOff: container web"],
+            id="an-old-warning-of-a-pod-scheduled-since-is-history",
+        ),
+    ],
+)
+def test_failed_scheduling_events_count_only_for_pods_still_unscheduled(
+    pod: dict[str, object], expected: list[str]
+) -> None:
+    assert pod_problems([pod], [EARLIER]) == expected
 
 
 def test_healthy_pods_have_no_problems() -> None:

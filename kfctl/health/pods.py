@@ -23,6 +23,10 @@ WAITING_REASONS = (
 def pod_problems(pods: Iterable[Mapping[str, Any]], events: Iterable[Mapping[str, Any]] = ()) -> list[str]:
     """Distinct problems of the pods, e.g. ``Unschedulable: 0/3 nodes are available: …``."""
     found: list[str] = []
+    pods = list(pods)
+    # A scheduled pod's old FailedScheduling warnings (a claim not bound yet, minutes ago) are history, not the
+    # reason it is not ready now.
+    scheduled = {(p.get("metadata") or {}).get("name") for p in pods if (p.get("spec") or {}).get("nodeName")}
 
     def add(text: str) -> None:
         if text not in found:
@@ -43,6 +47,8 @@ def pod_problems(pods: Iterable[Mapping[str, Any]], events: Iterable[Mapping[str
             if terminated.get("reason") == "OOMKilled":
                 add(f"OOMKilled: container {cs.get('name')}")
     for ev in events:
+        if ev.get("reason") == "FailedScheduling" and (ev.get("involvedObject") or {}).get("name") in scheduled:
+            continue
         if ev.get("type") == "Warning" and ev.get("reason") in ("FailedScheduling", "FailedMount", "FailedCreate"):
             reason = "Unschedulable" if ev.get("reason") == "FailedScheduling" else str(ev.get("reason"))
             if not any(p.startswith(reason) for p in found):
