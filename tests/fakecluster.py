@@ -113,6 +113,12 @@ class FakeCluster:
     def fail(self, key: ObjectKey, *errors: Exception) -> None:
         self.failures.setdefault(key, []).extend(errors)
 
+    def _scripted_failure(self, key: ObjectKey) -> None:
+        """Raise the next error ``fail`` scripted for the key (apply, create and replace honour them)."""
+        errors = self.failures.get(key)
+        if errors:
+            raise errors.pop(0)
+
     def live(self, key: ObjectKey) -> Obj | None:
         return self.objects.get(key)
 
@@ -175,9 +181,7 @@ class FakeCluster:
         key = key_of(obj)
         self.resource(str(obj["apiVersion"]), key.kind)
         with self._lock:
-            errors = self.failures.get(key)
-            if errors:
-                raise errors.pop(0)
+            self._scripted_failure(key)
             if not dry_run:
                 self.writes.append(("PATCH", str(key)))
             old = self.objects.get(key)
@@ -219,6 +223,7 @@ class FakeCluster:
         new = copy.deepcopy(obj)
         new["metadata"].update(uid=f"uid-{next(self._uids)}", resourceVersion=str(next(self._uids)))
         with self._lock:
+            self._scripted_failure(key)
             if key in self.objects:
                 raise ApiError(409, f"{key} already exists", reason="AlreadyExists")
             self.objects[key] = new
@@ -228,6 +233,7 @@ class FakeCluster:
         self.stats.count("PUT", lock=True)
         key = key_of(obj)
         with self._lock:
+            self._scripted_failure(key)
             old = self.objects.get(key)
             if old is None:
                 raise ApiError(404, f"{key} not found", reason="NotFound")

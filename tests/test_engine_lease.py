@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -12,6 +13,7 @@ from fakecluster import FakeCluster
 from kfctl.engine.events import EventLog
 from kfctl.engine.lease import API_VERSION, DURATION, STALE_AFTER, install_lock, lease_name
 from kfctl.errors import LockedError
+from kfctl.k8s.api import ApiError, Unreachable
 from kfctl.objects import Obj, ObjectKey
 
 KEY = ObjectKey("coordination.k8s.io", "Lease", "kubeflow", lease_name("demo"))
@@ -177,3 +179,175 @@ def test_a_lease_another_run_took_over_meanwhile_is_left_to_it() -> None:
         taken["spec"]["holderIdentity"] = "other-host/7/feedbeef"
     left = cluster.live(KEY)
     assert left is not None and left["spec"]["holderIdentity"] == "other-host/7/feedbeef"
+
+
+class LostReplies(FakeCluster):
+    """Carries out the next writes of the Lease, then fails them as if the reply never arrived (a read
+    timeout), and counts the renewals that went through."""
+
+    def __init__(self, *errors: Exception, on: str = "replace") -> None:
+        super().__init__()
+        self.lose = list(errors)
+        self.on = on
+        self.renewed = 0
+        self.renewals = threading.Event()
+
+    def create(self, obj: Obj) -> Obj:
+        stored = super().create(obj)
+        if self.on == "create" and self.lose:
+            raise self.lose.pop(0)
+        return stored
+
+    def replace(self, obj: Obj) -> Obj:
+        stored = super().replace(obj)
+        if self.on == "replace" and self.lose:
+            raise self.lose.pop(0)
+        self.renewed += 1
+        if self.renewed >= 3:
+            self.renewals.set()
+        return stored
+
+
+@pytest.mark.parametrize(
+    "lost",
+    [
+        pytest.param([Unreachable("PUT: read timed out")], id="renewal-stored-reply-lost"),
+        pytest.param([ApiError(504, "request timed out", reason="Timeout")], id="renewal-stored-reply-a-timeout"),
+        pytest.param([Unreachable("read timed out")] * 2, id="renewal-and-its-retry-both-lost"),
+    ],
+)
+def test_a_renewal_whose_reply_was_lost_is_recognised_as_ours(lost: list[Exception]) -> None:
+    cluster, log = LostReplies(*lost), EventLog()
+    with install_lock(
+        cluster, install="demo", namespace="kubeflow", command="apply", wait=1, reporter=log, renew_every=0.01
+    ) as held:
+        assert cluster.renewals.wait(5), "renewals stopped after a conflict on our own newer resourceVersion"
+        held.check("pruning")
+    assert held.lost == ""
+    assert cluster.live(KEY) is None  # freed: the run leaves nothing behind
+    assert log.of("Failed") == []
+
+
+def test_a_take_whose_reply_was_lost_is_recognised_as_ours() -> None:
+    cluster, clock, log = LostReplies(Unreachable("POST: read timed out"), on="create"), Clock(), EventLog()
+    hold(cluster, clock, log, wait=5)
+    assert clock.now - 1000.0 < 2  # it did not wait for itself
+    assert cluster.live(KEY) is None
+    assert [e.message for e in log.of("Inventory")] == ["took Lease kubeflow/kfctl-lock-demo"]
+
+
+def namespace(phase: str) -> Obj:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kubeflow"}, "status": {"phase": phase}}
+
+
+def taken_over(live: Obj) -> None:
+    live["metadata"]["resourceVersion"] = "999"
+    live["metadata"]["annotations"]["kfctl.kubeflow.org/command"] = "delete"
+    live["spec"].update(
+        holderIdentity="other-host/7/feedbeef",
+        acquireTime="2026-11-24T02:00:30.000000Z",
+        renewTime="2026-11-24T02:00:31.000000Z",
+    )
+
+
+def cleared(live: Obj) -> None:
+    live["metadata"]["resourceVersion"] = "999"
+    live["spec"]["holderIdentity"] = None
+
+
+@pytest.mark.parametrize(
+    ("ns_phase", "meanwhile", "message"),
+    [
+        pytest.param(
+            "Active",
+            taken_over,
+            "this run lost the install's lock to `kfctl delete` (host other-host, pid 7) since "
+            "2026-11-24T02:00:30.000000Z (last renewed 2026-11-24T02:00:31.000000Z): this run had stopped "
+            "renewing it for longer than 20s; it stopped before pruning; Lease kubeflow/kfctl-lock-demo",
+            id="another-run-took-it-over",
+        ),
+        pytest.param(
+            "Active",
+            cleared,
+            "this run lost the install's lock when another client cleared the Lease's holder; it stopped before "
+            "pruning; Lease kubeflow/kfctl-lock-demo",
+            id="its-holder-cleared",
+        ),
+        pytest.param(
+            "Active",
+            None,
+            "this run lost the install's lock when another client deleted the Lease; it stopped before pruning; "
+            "Lease kubeflow/kfctl-lock-demo",
+            id="deleted-by-hand",
+        ),
+        pytest.param("Terminating", None, None, id="deleted-with-its-namespace-kfctl-delete"),
+    ],
+)
+def test_a_run_that_lost_its_lease_stops_before_its_next_write(
+    ns_phase: str, meanwhile: Callable[[Obj], None] | None, message: str | None
+) -> None:
+    cluster, log = FakeCluster(), EventLog()
+    cluster.put(namespace(ns_phase))
+    with install_lock(
+        cluster, install="demo", namespace="kubeflow", command="apply", wait=1, reporter=log, renew_every=0.01
+    ) as held:
+        with cluster._lock:
+            live = cluster.live(KEY)
+            assert live is not None
+            if meanwhile is None:
+                del cluster.objects[KEY]
+            else:
+                meanwhile(live)
+        for _ in range(500):  # the renewer notices at its next tick
+            if held.lost or not [t for t in threading.enumerate() if t.name == "kfctl-lease"]:
+                break
+            threading.Event().wait(0.01)
+        if message is None:
+            held.check("pruning")
+        else:
+            with pytest.raises(LockedError) as info:
+                held.check("pruning")
+            assert info.value.exit_code == 12
+            assert info.value.message == message
+            assert info.value.hint == "run kfctl apply again: it waits for the other run to finish, then resumes"
+    assert [e.message for e in log.of("Failed")] == (
+        []
+        if message is None
+        else [message.split("; it stopped")[0] + "; it stops before its next prune or inventory write"]
+    )
+    if meanwhile is taken_over:
+        left = cluster.live(KEY)
+        assert left is not None and left["spec"]["holderIdentity"] == "other-host/7/feedbeef"  # left to it
+
+
+@pytest.mark.parametrize(
+    ("errors", "waited"),
+    [
+        pytest.param([ApiError(503, "etcdserver: leader changed", reason="ServiceUnavailable")], 0.5, id="a-503"),
+        pytest.param([ApiError(429, "slow down", reason="TooManyRequests", retry_after=2)], 2.0, id="throttled"),
+        pytest.param([Unreachable("connection refused")] * 2, 1.5, id="api-server-restarting"),
+    ],
+)
+def test_taking_the_lease_rides_out_transient_failures(errors: list[Exception], waited: float) -> None:
+    cluster, clock, log = FakeCluster(), Clock(), EventLog()
+    cluster.fail(KEY, *errors)
+    hold(cluster, clock, log, wait=30)
+    assert clock.now - 1000.0 == pytest.approx(waited)
+    assert len(log.of("Retrying")) == len(errors)
+    assert cluster.live(KEY) is None
+
+
+@pytest.mark.parametrize(
+    ("errors", "raised"),
+    [
+        pytest.param([ApiError(503, "unavailable", reason="ServiceUnavailable")] * 20, "503", id="past-the-wait"),
+        pytest.param([ApiError(403, "leases is forbidden", reason="Forbidden")], "403", id="rbac-at-once"),
+    ],
+)
+def test_taking_the_lease_gives_up_with_the_last_error(errors: list[Exception], raised: str) -> None:
+    cluster, clock, log = FakeCluster(), Clock(), EventLog()
+    cluster.fail(KEY, *errors)
+    with pytest.raises(ApiError) as info:
+        hold(cluster, clock, log, wait=3)
+    assert str(info.value).startswith(raised)
+    assert clock.now - 1000.0 <= 3.0 + 0.01

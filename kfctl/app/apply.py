@@ -26,7 +26,7 @@ from kfctl.config.model import KfDef
 from kfctl.engine import inventory, labels, ownership
 from kfctl.engine.apply import ApplyOptions, ApplyResult, Engine
 from kfctl.engine.events import Event, Reporter
-from kfctl.engine.lease import install_lock
+from kfctl.engine.lease import Held, install_lock
 from kfctl.engine.remove import RemoveOptions, RemoveResult, remove
 from kfctl.engine.retry import Classified, retry_transient
 from kfctl.errors import ApiDeniedError, HealthError, KfctlError, OwnershipError, PlanError
@@ -106,7 +106,7 @@ def apply_kfdef(
                 _adoption(persist(lambda: _scan(cluster, bundle, None)), kfdef, adopt_all=adopt)
                 persist(lambda: _ensure_inventory_namespace(cluster, bundle))
         with talking_to(cluster, f"taking the lock of install {kfdef.name}"):
-            held.enter_context(
+            lock = held.enter_context(
                 install_lock(
                     cluster,
                     install=kfdef.name,
@@ -124,6 +124,7 @@ def apply_kfdef(
             cluster_id,
             reporter,
             persist,
+            lock=lock,
             options=options,
             prune=prune,
             adopt=adopt,
@@ -140,6 +141,7 @@ def _apply_locked(
     reporter: Reporter,
     persist: _Persist,
     *,
+    lock: Held,
     options: ApplyOptions,
     prune: RemoveOptions | None,
     adopt: bool,
@@ -186,6 +188,7 @@ def _apply_locked(
         still_used = {k.namespace for k in wanted if k.namespace}
         held = [m for m in gone if (m.key.group, m.key.kind) == ("", "Namespace") and m.key.name in still_used]
         gone = [m for m in gone if m not in held]
+        lock.check("pruning")
         with talking_to(cluster, "pruning"):
             removed = remove(
                 cluster, gone, applyset_id=bundle.applyset_id, reporter=reporter, options=prune, verb="Pruned"
@@ -205,6 +208,7 @@ def _apply_locked(
             final.members.setdefault(key, m)
     persist.deadline = time.monotonic() + options.wait_timeout
     previous = _after(merged, old)
+    lock.check("recording the inventory")
     with talking_to(cluster, f"recording the inventory {where} after applying"):
         if persist(lambda: inventory.write(cluster, final, previous=previous)):
             summary.inventory_writes += 1

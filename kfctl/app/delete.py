@@ -19,7 +19,7 @@ from kfctl.app.cluster import ClusterRecord, identify, talking_to
 from kfctl.config.model import KfDef
 from kfctl.engine import inventory
 from kfctl.engine.events import Reporter
-from kfctl.engine.lease import install_lock
+from kfctl.engine.lease import Held, install_lock
 from kfctl.engine.remove import RemoveOptions, remove
 from kfctl.errors import ApiDeniedError, ClusterError, HealthError, KfctlError
 from kfctl.k8s.api import Cluster
@@ -65,10 +65,14 @@ def delete_kfdef(
     cluster = open_cluster()
     cluster_id = identify(cluster)
     with ExitStack() as held:
+        lock: Held | None = None
         with talking_to(cluster, f"taking the lock of install {kfdef.name}"):
-            # No namespace, no inventory: nothing to delete and nothing to lock.
-            if cluster.get("v1", "Namespace", namespace="", name=kfdef.namespace) is not None:
-                held.enter_context(
+            ns = cluster.get("v1", "Namespace", namespace="", name=kfdef.namespace)
+            # No namespace, no inventory: nothing to delete and nothing to lock. A namespace being deleted (an
+            # earlier delete still waiting on finalizers) refuses to create the Lease (Forbidden,
+            # NamespaceTerminating), and for the same reason no other run can take one there: go on unlocked.
+            if ns is not None and (ns.get("status") or {}).get("phase") != "Terminating":
+                lock = held.enter_context(
                     install_lock(
                         cluster,
                         install=kfdef.name,
@@ -83,6 +87,7 @@ def delete_kfdef(
                 kfdef,
                 cluster,
                 cluster_id,
+                lock=lock,
                 start=start,
                 reporter=reporter,
                 delete_storage=delete_storage,
@@ -98,6 +103,7 @@ def _delete_locked(
     cluster: Cluster,
     cluster_id: str,
     *,
+    lock: Held | None,
     start: float,
     reporter: Reporter,
     delete_storage: bool,
@@ -141,6 +147,8 @@ def _delete_locked(
     summary.kept = [f"{k}: {why}" for k, why in result.kept]
     summary.stuck = [f"{k}: {why}" for k, why in result.stuck + result.failed]
     left = {k for k, _ in result.kept + result.stuck + result.failed}
+    if lock is not None:
+        lock.check("recording the inventory")
     if left:
         # Keep recording what is still there, so `kfctl delete --delete-storage` can finish the job later.
         rest = inventory.Inventory(

@@ -13,8 +13,21 @@ A holder that died without freeing the Lease (kill -9, a lost laptop) stops rene
 leader election does, a waiting run takes it over only after watching it go unrenewed for the lease's
 duration on its own clock, which no clock skew between machines can shorten; a Lease whose renew time is
 long past even on a skewed clock (more than ``STALE_AFTER``) is taken at once, so a run killed an hour ago
-does not make the next one wait. Taking and renewing use the API's optimistic concurrency (create fails on
-an existing Lease, update on a stale resourceVersion), so two waiting runs never both win.
+does not make the next one wait. That second rule compares the holder's wall clock (the renewTime it wrote)
+with ours, so it assumes the machines' clocks are within ``STALE_AFTER`` (10 minutes) of each other: a
+holder whose clock runs more than that behind would have its live Lease taken. Taking and renewing use the
+API's optimistic concurrency (create fails on an existing Lease, update on a stale resourceVersion), so two
+waiting runs never both win.
+
+A request whose reply is lost (a read timeout) may still have been stored, so a conflict on renewal, or a
+request that failed in transit, is judged by reading the Lease again: still under this run's identity, it
+is this run's (with a newer resourceVersion); only another identity, or no Lease at all, means it is lost
+(no Lease in a namespace being deleted is no loss: no other run can take one there). Taking the Lease
+rides out transient API failures (a restarting API server, throttling) until the wait ends, like every
+other step. A run that really lost its Lease (suspended for longer than the lease's duration, cut off by a
+partition) while another run took it over must not go on writing: the block gets a :class:`Held` whose
+``check`` the caller runs before each step that would race the other run (pruning, recording the
+inventory).
 
 This module only talks to the API through :class:`~kfctl.k8s.api.Cluster` and reports through events.
 """
@@ -32,8 +45,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from kfctl.engine.events import Event, Reporter
+from kfctl.engine.retry import backoff, classify
 from kfctl.errors import LockedError
-from kfctl.k8s.api import ApiError, Cluster
+from kfctl.k8s.api import ApiError, Cluster, Unreachable
 from kfctl.objects import Obj
 
 API_VERSION = "coordination.k8s.io/v1"
@@ -77,6 +91,25 @@ def holder_of(lease: Obj) -> Holder | None:
     )
 
 
+@dataclass
+class Held:
+    """The run's hold on its install's Lease, as the block sees it. ``lost`` is set (by the renewer) when
+    another run took the Lease over or it was deleted; ``check`` stops the run before a step that would race
+    the other run."""
+
+    where: str
+    command: str
+    lost: str = ""  # how the Lease was lost, completing "this run lost the install's lock …"; "" while held
+
+    def check(self, before: str) -> None:
+        """Raise LockedError when the Lease is no longer this run's; ``before`` names the step not taken."""
+        if self.lost:
+            raise LockedError(
+                f"this run lost the install's lock {self.lost}; it stopped before {before}; {self.where}",
+                hint=f"run kfctl {self.command} again: it waits for the other run to finish, then resumes",
+            )
+
+
 def _now() -> str:
     """A MicroTime, as the API wants it for acquireTime/renewTime."""
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -112,6 +145,7 @@ class _Lock:
         self.identity = f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
         self.held: Obj | None = None
         self.where = f"Lease {namespace}/{self.name}"
+        self.handle = Held(self.where, command)
 
     def _get(self) -> Obj | None:
         return self.cluster.get(API_VERSION, "Lease", namespace=self.namespace, name=self.name)
@@ -135,6 +169,9 @@ class _Lock:
         }
         return {"apiVersion": API_VERSION, "kind": "Lease", "metadata": meta, "spec": spec}
 
+    def _ours(self, lease: Obj | None) -> bool:
+        return lease is not None and str((lease.get("spec") or {}).get("holderIdentity") or "") == self.identity
+
     def try_take(self, lease: Obj | None, *, expired: bool) -> bool:
         """Take the Lease if it is free (or expired); False when another run holds it or won the race."""
         try:
@@ -157,23 +194,40 @@ class _Lock:
         seen: tuple[str, str] | None = None  # (resourceVersion, renewTime) as first observed
         seen_at = self.clock()
         announced = False
+        failures = 0
         while True:
-            lease = self._get()
-            holder = holder_of(lease) if lease is not None else None
-            expired = False
-            if lease is not None and holder is not None:
-                mark = (str((lease.get("metadata") or {}).get("resourceVersion")), holder.renewed)
-                if mark != seen:
-                    seen, seen_at = mark, self.clock()
-                duration = float((lease.get("spec") or {}).get("leaseDurationSeconds") or DURATION)
-                age = _age(holder.renewed)
-                expired = self.clock() - seen_at >= duration or (age is not None and age > STALE_AFTER)
-            if self.try_take(lease, expired=expired):
-                if expired and holder is not None:
-                    self.reporter(
-                        Event("Inventory", "lock", f"took over {self.where}: {holder.describe()} stopped renewing it")
-                    )
-                return
+            try:
+                lease = self._get()
+                if self._ours(lease):  # an earlier take was stored, though its reply was lost
+                    self.held = lease
+                    break
+                holder = holder_of(lease) if lease is not None else None
+                expired = False
+                if lease is not None and holder is not None:
+                    mark = (str((lease.get("metadata") or {}).get("resourceVersion")), holder.renewed)
+                    if mark != seen:
+                        seen, seen_at = mark, self.clock()
+                    duration = float((lease.get("spec") or {}).get("leaseDurationSeconds") or DURATION)
+                    age = _age(holder.renewed)
+                    expired = self.clock() - seen_at >= duration or (age is not None and age > STALE_AFTER)
+                if self.try_take(lease, expired=expired):
+                    if expired and holder is not None:
+                        self.reporter(
+                            Event(
+                                "Inventory", "lock", f"took over {self.where}: {holder.describe()} stopped renewing it"
+                            )
+                        )
+                        return
+                    break
+            except (ApiError, Unreachable) as e:  # a restarting API server, throttling: as every step does
+                c = classify(e)
+                failures += 1
+                if c.verdict != "transient" or self.clock() >= deadline:
+                    raise
+                delay = min(backoff(failures, retry_after=c.retry_after), max(0.0, deadline - self.clock()))
+                self.reporter(Event("Retrying", "lock", f"taking {self.where}: {c.message} (retrying in {delay:.1f}s)"))
+                self.sleep(delay)
+                continue
             if holder is None:
                 continue  # lost a race for a free Lease: look again at once
             if self.clock() >= deadline:
@@ -188,22 +242,48 @@ class _Lock:
                 self.reporter(Event("Waiting", "lock", f"held by {holder.describe()}; waiting up to {wait:.0f}s"))
                 announced = True
             self.sleep(min(1.0, max(0.0, deadline - self.clock())))
+        if announced or failures:  # ends the "waiting for the lock" the CLI shows
+            self.reporter(Event("Inventory", "lock", f"took {self.where}"))
 
-    def renew(self) -> str:
-        """Renew the Lease: "" while it is ours, else why not ("taken", or "gone" with its namespace)."""
-        lease = self.held
-        if lease is None:
-            return "gone"
+    def _renewed(self, lease: Obj) -> Obj:
         spec = dict(lease.get("spec") or {})
         spec["renewTime"] = _now()
+        return self.cluster.replace({**lease, "spec": spec})
+
+    def renew(self) -> None:
+        """Renew the Lease while it is this run's. When it is not any more, ``held`` becomes None and
+        ``handle.lost`` says how, unless it went with its namespace (kfctl delete removed it)."""
+        lease = self.held
+        if lease is None:
+            return
         try:
-            self.held = self.cluster.replace({**lease, "spec": spec})
-        except ApiError as e:
-            if e.status in (404, 409):
-                self.held = None
-                return "gone" if e.status == 404 else "taken"
-            raise
-        return ""
+            self.held = self._renewed(lease)
+            return
+        except (ApiError, Unreachable) as e:
+            # A conflict may be this run's own renewal, stored though its reply was lost (a read timeout), and a
+            # request that failed in transit may have been stored too: only the Lease as it is now tells.
+            if classify(e).verdict != "transient":
+                raise
+        current = self._get()
+        if current is not None and self._ours(current):
+            self.held = self._renewed(current)
+            return
+        lost = self._how_lost(current)
+        self.held = None
+        self.handle.lost = lost
+
+    def _how_lost(self, current: Obj | None) -> str:
+        """How the Lease stopped being this run's, completing "this run lost the install's lock …"; "" when it
+        went with its namespace: nothing can be created in a namespace being deleted, so no other run holds it."""
+        if current is None:
+            ns = self.cluster.get("v1", "Namespace", namespace="", name=self.namespace)
+            if ns is None or (ns.get("status") or {}).get("phase") == "Terminating":
+                return ""
+            return "when another client deleted the Lease"
+        holder = holder_of(current)
+        if holder is None:
+            return "when another client cleared the Lease's holder"
+        return f"to {holder.describe()}: this run had stopped renewing it for longer than {DURATION}s"
 
     def release(self) -> None:
         """Remove the Lease, unless another run took it over meanwhile: a run leaves nothing behind."""
@@ -230,10 +310,11 @@ def install_lock(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
     renew_every: float = RENEW_EVERY,
-) -> Iterator[None]:
+) -> Iterator[Held]:
     """Hold the install's Lease for the block: wait up to ``wait`` seconds for another run to free it, renew
     it in the background, free it at the end (an error or Ctrl-C included). Raises LockedError naming the
-    holder when it stays taken."""
+    holder when it stays taken. The block gets a :class:`Held`: call its ``check`` before a step that must
+    not race another run, as this run may lose the Lease while it runs."""
     lock = _Lock(
         cluster, install=install, namespace=namespace, command=command, reporter=reporter, clock=clock, sleep=sleep
     )
@@ -243,18 +324,26 @@ def install_lock(
     def keep_renewing() -> None:
         while not stop.wait(renew_every):
             try:
-                lost = lock.renew()
-                if lost == "taken":  # another run judged it expired: this one was stalled for too long
-                    reporter(Event("Retrying", "lock", f"{lock.where} was taken over by another run"))
-                if lost:  # "gone": deleted with its namespace (kfctl delete), nothing left to hold
-                    return
+                lock.renew()
             except Exception as e:  # a missed renewal is retried at the next tick
                 reporter(Event("Retrying", "lock", f"renewing {lock.where}: {e}"))
+                continue
+            if lock.held is None:  # lost, or deleted with its namespace (kfctl delete): nothing left to hold
+                if lock.handle.lost:
+                    reporter(
+                        Event(
+                            "Failed",
+                            "lock",
+                            f"this run lost the install's lock {lock.handle.lost}; "
+                            "it stops before its next prune or inventory write",
+                        )
+                    )
+                return
 
     renewer = threading.Thread(target=keep_renewing, name="kfctl-lease", daemon=True)
     renewer.start()
     try:
-        yield
+        yield lock.handle
     finally:
         stop.set()
         renewer.join()
