@@ -2,7 +2,8 @@
 #   make demo   set everything up, start a local cluster, install the platform with kfctl, show its health
 #   make test   set up, then ruff, mypy --strict and pytest (unit, component and end-to-end tests)
 # Everything is installed by the project itself: a virtualenv with kfctl and its dev tools, kustomize if the
-# machine has neither `kustomize` nor `kubectl kustomize`, and the local control plane's binaries.
+# machine has neither `kustomize` nor `kubectl kustomize`, the local control plane's binaries and the Kubeflow
+# operators that e2e/runtime.py runs on its fake nodes.
 
 PYTHON ?= python3
 VENV   := .venv
@@ -22,7 +23,7 @@ $(BIN)/.installed: pyproject.toml setup.py
 	touch $@
 
 tools:
-	e2e/build-binaries
+	e2e/build-binaries --operators
 
 setup: $(BIN)/.installed tools
 

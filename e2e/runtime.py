@@ -1,0 +1,687 @@
+#!/usr/bin/env python3
+"""A process runtime for the local control plane's fake (kwok) nodes. TEST CODE: kfctl never imports it.
+
+kwok marks pods Running but runs no container. For each Running pod on a kwok node whose container image is
+one of RUNNABLE_IMAGES, this controller runs the matching locally built binary the way a kubelet would run
+the container:
+
+- argv: the binary replaces the image's entrypoint (`command[0]`, e.g. `/manager`); the rest of `command`
+  and all of `args` are kept, with `$(VAR)` references expanded as the kubelet does;
+- env: the container's `env` (valueFrom configMapKeyRef, secretKeyRef, fieldRef, resourceFieldRef) and
+  `envFrom`, plus HOSTNAME and KUBERNETES_SERVICE_HOST=127.0.0.1 / KUBERNETES_SERVICE_PORT=<API server port>,
+  so client-go's in-cluster configuration reaches the API server on loopback; nothing of our own environment
+  (no KUBECONFIG) leaks in;
+- volumes: Secret, ConfigMap, projected (serviceAccountToken through a TokenRequest bound to the pod,
+  configMap, secret, downwardAPI) and emptyDir volumes are materialised under <state>/pods/<ns>_<pod>/ and
+  refreshed while the pod runs (a rotator that writes its Secret waits for the files, as with a kubelet);
+  they are bind-mounted at the container's mountPaths inside a private mount namespace (`unshare --mount
+  --propagation private`, root only), so two processes that hard-code the same path never meet;
+- hostname: the pod's name, in a UTS namespace of its own (leader-election identities are built from it);
+- network: a network namespace of its own with only `lo` (`unshare --net`), so whatever it binds is loopback
+  and two pods never collide on a port; the runtime listens on 127.0.0.1:<API server port> inside it and
+  pipes each connection to the API server on the host's loopback (Relay).
+
+Each process logs to <state>/<ns>_<pod>_<container>.log, is restarted with a doubling backoff when it exits
+and stopped (SIGTERM, SIGKILL after the pod's grace period) when its pod goes away or stops Running.
+
+What it does not do: init containers, probes, container status in the pod (kwok owns the pod status),
+resource limits, runAsUser (processes run as root), readOnlyRootFilesystem, Service environment variables
+other than the API server's, one network namespace shared by a pod's containers (each gets its own), and
+any way in: nothing outside can reach a pod's ports (its webhook server is unreachable; webhooks are off).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import ctypes
+import hashlib
+import logging
+import os
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import kube_rest
+from kube_rest import JSON, ApiError
+
+# Image repository (without tag or digest) → the binary e2e/build-binaries --operators builds for it.
+RUNNABLE_IMAGES: dict[str, str] = {
+    "ghcr.io/kubeflow/training-v1/training-operator": "training-operator",
+    "ghcr.io/kubeflow/katib/katib-controller": "katib-controller",
+    "kserve/kserve-controller": "kserve-manager",
+    "registry.k8s.io/jobset/jobset": "jobset-controller",
+    "ghcr.io/kubeflow/trainer/trainer-controller-manager": "trainer-controller-manager",
+}
+
+KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+POLL_SECONDS = 1.0
+BACKOFF_FIRST_SECONDS = 1.0
+BACKOFF_MAX_SECONDS = 30.0
+# A process that ran this long before exiting restarts after BACKOFF_FIRST_SECONDS again.
+BACKOFF_RESET_SECONDS = 60.0
+TOKEN_SECONDS_DEFAULT = 3600
+SA_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+log = logging.getLogger("runtime")
+
+
+def image_repository(image: str) -> str:
+    """`repo[:tag][@digest]` → repo (a registry port's colon stays)."""
+    repo = image.split("@", 1)[0]
+    last = repo.rsplit("/", 1)
+    if ":" in last[-1]:
+        repo = repo[: repo.rindex(":")]
+    return repo
+
+
+def binary_for(image: str, bin_dir: Path) -> Path | None:
+    name = RUNNABLE_IMAGES.get(image_repository(image))
+    if name is None:
+        return None
+    path = bin_dir / name
+    return path if path.is_file() else None
+
+
+_VAR_REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+
+
+def expand(value: str, env: dict[str, str]) -> str:
+    """The kubelet's $(VAR) expansion: known names are replaced, unknown ones kept, $$ escapes a $."""
+
+    def sub(m: re.Match[str]) -> str:
+        if m.group(0) == "$$":
+            return "$"
+        return env.get(m.group(1), m.group(0))
+
+    return _VAR_REF.sub(sub, value)
+
+
+def field_value(pod: JSON, path: str) -> str:
+    meta, spec, status = pod["metadata"], pod["spec"], pod.get("status") or {}
+    m = re.fullmatch(r"metadata\.(labels|annotations)\['(.+)'\]", path)
+    if m:
+        return (meta.get(m.group(1)) or {}).get(m.group(2), "")
+    simple = {
+        "metadata.name": meta.get("name"),
+        "metadata.namespace": meta.get("namespace"),
+        "metadata.uid": meta.get("uid"),
+        "spec.nodeName": spec.get("nodeName"),
+        "spec.serviceAccountName": spec.get("serviceAccountName"),
+        "status.podIP": status.get("podIP"),
+        "status.hostIP": status.get("hostIP"),
+        "status.podIPs": ",".join(ip["ip"] for ip in status.get("podIPs") or []),
+        "status.hostIPs": ",".join(ip["ip"] for ip in status.get("hostIPs") or []),
+    }
+    if path in simple:
+        return simple[path] or ""
+    if path in ("metadata.labels", "metadata.annotations"):
+        items = meta.get(path.split(".")[1]) or {}
+        return "\n".join(f'{k}="{v}"' for k, v in sorted(items.items()))
+    raise ValueError(f"fieldRef {path!r} is not supported")
+
+
+_QUANTITY = re.compile(r"^([0-9.]+)([a-zA-Z]*)$")
+_SUFFIX = {
+    "": 1,
+    "m": 1e-3,
+    "k": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+}
+
+
+def resource_value(pod: JSON, container: JSON, ref: JSON) -> str:
+    """resourceFieldRef: limits/requests in units of `divisor`, rounded up (the kubelet's rule)."""
+    name = ref.get("containerName") or container["name"]
+    target = next(c for c in pod["spec"]["containers"] if c["name"] == name)
+    kind, _, resource = ref["resource"].partition(".")
+    value = ((target.get("resources") or {}).get(kind) or {}).get(resource)
+    if value is None:
+        # Unset limits default to the node's allocatable; any large number serves a test.
+        return "32" if resource == "cpu" else str(256 * 2**30)
+    number = _quantity(str(value))
+    divisor = _quantity(str(ref.get("divisor") or "1"))
+    return str(int(-(-number // divisor)))
+
+
+def _quantity(text: str) -> float:
+    m = _QUANTITY.match(text)
+    if not m:
+        raise ValueError(f"quantity {text!r}")
+    return float(m.group(1)) * _SUFFIX[m.group(2)]
+
+
+@dataclass
+class Process:
+    key: str  # <ns>_<pod>_<container>
+    pod_uid: str
+    argv: list[str]
+    env: dict[str, str]
+    cwd: Path
+    log_path: Path
+    grace: float
+    handshake: Path  # <pod dir>/<container>.netns: the prelude's "namespace made"; .relay: the runtime's answer
+    proc: subprocess.Popen[bytes] | None = None
+    relay: Relay | None = None
+    started: float = 0.0
+    restart_at: float = 0.0
+    backoff: float = BACKOFF_FIRST_SECONDS
+    restarts: int = 0
+
+
+@dataclass
+class PodState:
+    uid: str
+    root: Path
+    processes: dict[str, Process] = field(default_factory=dict)
+    tokens: dict[str, float] = field(default_factory=dict)  # volume file → when to renew its token
+
+
+class Runtime:
+    def __init__(self, api: kube_rest.Client, *, bin_dir: Path, state_dir: Path) -> None:
+        self.api = api
+        self.bin_dir = bin_dir
+        self.state_dir = state_dir
+        self.pods: dict[str, PodState] = {}  # "<ns>/<name>" → state
+
+    # --- the loop ------------------------------------------------------------------------------------
+
+    def reconcile(self) -> None:
+        kwok_nodes = {
+            n["metadata"]["name"]
+            for n in self.api.list("/api/v1/nodes")
+            if (n["metadata"].get("annotations") or {}).get(KWOK_NODE_ANNOTATION)
+        }
+        wanted: dict[str, JSON] = {}
+        for pod in self.api.list("/api/v1/pods"):
+            meta = pod["metadata"]
+            if (
+                pod["spec"].get("nodeName") in kwok_nodes
+                and (pod.get("status") or {}).get("phase") == "Running"
+                and not meta.get("deletionTimestamp")
+                and any(binary_for(c["image"], self.bin_dir) for c in pod["spec"]["containers"])
+            ):
+                wanted[f"{meta['namespace']}/{meta['name']}"] = pod
+        for ref, state in list(self.pods.items()):
+            pod = wanted.get(ref)
+            if pod is None or pod["metadata"]["uid"] != state.uid:
+                self.stop_pod(ref)
+        for ref, pod in wanted.items():
+            try:
+                self.sync_pod(ref, pod)
+            except (ApiError, OSError, ValueError, StopIteration) as e:
+                log.warning("pod %s: %s", ref, e)
+
+    def sync_pod(self, ref: str, pod: JSON) -> None:
+        ns, name = ref.split("/")
+        state = self.pods.get(ref)
+        if state is None:
+            state = PodState(uid=pod["metadata"]["uid"], root=self.state_dir / "pods" / f"{ns}_{name}")
+            state.root.mkdir(parents=True, exist_ok=True)
+            self.pods[ref] = state
+        mounts_ready = self.write_volumes(pod, state)
+        if not mounts_ready:
+            return  # a required Secret/ConfigMap is missing: the kubelet waits too
+        for container in pod["spec"]["containers"]:
+            binary = binary_for(container["image"], self.bin_dir)
+            if binary is None:
+                continue
+            key = f"{ns}_{name}_{container['name']}"
+            process = state.processes.get(key)
+            if process is None:
+                process = self.prepare(pod, container, binary, state)
+                if process is None:
+                    continue
+                state.processes[key] = process
+            self.supervise(process)
+
+    def supervise(self, p: Process) -> None:
+        now = time.monotonic()
+        if p.proc is not None and p.proc.poll() is not None:
+            ran = now - p.started
+            if ran > BACKOFF_RESET_SECONDS:
+                p.backoff = BACKOFF_FIRST_SECONDS
+            p.restart_at = now + p.backoff
+            log.warning(
+                "%s exited with %s after %.1f s; restarting in %.0f s", p.key, p.proc.returncode, ran, p.backoff
+            )
+            p.backoff = min(p.backoff * 2, BACKOFF_MAX_SECONDS)
+            p.restarts += 1
+            p.proc = None
+        if p.proc is None and now >= p.restart_at:
+            if p.relay:
+                p.relay.close()
+                p.relay = None
+            for path in (p.handshake, p.handshake.with_suffix(".relay")):
+                path.unlink(missing_ok=True)
+            with open(p.log_path, "ab") as out:
+                p.proc = subprocess.Popen(
+                    p.argv, env=p.env, cwd=p.cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+                )
+            # Written after the start (the pid), so the line may follow the process's first output.
+            with open(p.log_path, "ab") as out:
+                out.write(f"--- runtime: start #{p.restarts} (pid {p.proc.pid}): {shlex.join(p.argv)}\n".encode())
+            p.started = now
+            try:
+                p.relay = self.open_relay(p)
+            except OSError as e:
+                log.warning("%s: no API server relay in its network namespace: %s; stopping it", p.key, e)
+                stop_process(p)
+                return
+            log.info("%s: started pid %d (log %s)", p.key, p.proc.pid, p.log_path)
+
+    def open_relay(self, p: Process) -> Relay:
+        """Once the prelude made the namespace, listen on the API server's address inside it."""
+        assert p.proc is not None
+        deadline = time.monotonic() + 10
+        while not p.handshake.exists():
+            if p.proc.poll() is not None or time.monotonic() > deadline:
+                raise OSError(f"the prelude did not make its network namespace (exit {p.proc.poll()})")
+            time.sleep(0.01)
+        relay = Relay(p.proc.pid, (self.api.host, self.api.port), name=p.key)
+        p.handshake.with_suffix(".relay").touch()
+        return relay
+
+    def stop_pod(self, ref: str) -> None:
+        state = self.pods.pop(ref)
+        for p in state.processes.values():
+            stop_process(p)
+        log.info("pod %s: gone, its processes stopped", ref)
+
+    def stop_all(self) -> None:
+        for state in self.pods.values():
+            for p in state.processes.values():
+                stop_process(p)
+        self.pods.clear()
+
+    # --- one container -------------------------------------------------------------------------------
+
+    def prepare(self, pod: JSON, container: JSON, binary: Path, state: PodState) -> Process | None:
+        meta = pod["metadata"]
+        ns, name = meta["namespace"], meta["name"]
+        env = self.container_env(pod, container)
+        command = [expand(a, env) for a in container.get("command") or []]
+        args = [expand(a, env) for a in container.get("args") or []]
+        # The binary is the image's entrypoint: it replaces command[0] (or the image's own ENTRYPOINT).
+        argv = [str(binary), *command[1:], *args]
+
+        mounts: list[tuple[Path, str, bool]] = []
+        volumes = {v["name"]: v for v in pod["spec"].get("volumes") or []}
+        for m in container.get("volumeMounts") or []:
+            source = state.root / "volumes" / m["name"]
+            if m["name"] not in volumes:
+                raise ValueError(f"volumeMount {m['name']!r}: no such volume")
+            if m.get("subPath"):
+                source = source / m["subPath"]
+            mounts.append((source, m["mountPath"], bool(m.get("readOnly"))))
+        # The prelude runs inside the new namespaces: bind each volume, then become the binary (setpriv, unshare
+        # and sh all exec, so the pid we hold is the binary's). Missing mountpoints are created on the host's
+        # filesystem (empty directories such as /var/run/secrets/kubernetes.io/serviceaccount stay behind).
+        # A pod's hostname is its name (controller-runtime's leader identity is built from it).
+        handshake = state.root / f"{container['name']}.netns"
+        q_netns, q_relay = shlex.quote(str(handshake)), shlex.quote(str(handshake.with_suffix(".relay")))
+        lines = [
+            "set -e",
+            f"echo {shlex.quote(name)} > /proc/sys/kernel/hostname",
+            # The pod's own network namespace: only `lo`, so whatever it binds (":8080") is loopback, and pods
+            # never collide on ports. The runtime then opens the API server's port in it (a relay, see Relay).
+            "ip link set lo up",
+            f"touch {q_netns}",
+            f"while [ ! -e {q_relay} ]; do sleep 0.02; done",
+        ]
+        for source, target, read_only in mounts:
+            q_src, q_dst = shlex.quote(str(source)), shlex.quote(target)
+            lines.append(
+                f"if [ -d {q_src} ]; then mkdir -p {q_dst}; else mkdir -p $(dirname {q_dst}); touch {q_dst}; fi"
+            )
+            lines.append(f"mount --bind {q_src} {q_dst}")
+            if read_only:
+                lines.append(f"mount -o remount,bind,ro {q_dst}")
+        lines.append('exec "$@"')
+        full = [
+            # Should the runtime die without stopping it (SIGKILL), the process dies too: no orphan keeps running.
+            "setpriv",
+            "--pdeathsig",
+            "KILL",
+            "unshare",
+            "--mount",
+            "--uts",
+            "--net",
+            "--propagation",
+            "private",
+            "/bin/sh",
+            "-c",
+            "\n".join(lines),
+            "runtime",
+            *argv,
+        ]
+        cwd = Path(container.get("workingDir") or state.root)
+        return Process(
+            handshake=handshake,
+            key=f"{ns}_{name}_{container['name']}",
+            pod_uid=meta["uid"],
+            argv=full,
+            env=env,
+            cwd=cwd,
+            log_path=self.state_dir / f"{ns}_{name}_{container['name']}.log",
+            grace=float(pod["spec"].get("terminationGracePeriodSeconds") or 30),
+        )
+
+    def container_env(self, pod: JSON, container: JSON) -> dict[str, str]:
+        ns = pod["metadata"]["namespace"]
+        env: dict[str, str] = {
+            "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "HOME": "/root",
+            "HOSTNAME": pod["metadata"]["name"],
+            "KUBERNETES_SERVICE_HOST": self.api.host,
+            "KUBERNETES_SERVICE_PORT": str(self.api.port),
+            "KUBERNETES_SERVICE_PORT_HTTPS": str(self.api.port),
+        }
+        for source in container.get("envFrom") or []:
+            prefix = source.get("prefix", "")
+            if "configMapRef" in source:
+                ref = source["configMapRef"]
+                obj = self.api.get(f"/api/v1/namespaces/{ns}/configmaps/{ref['name']}")
+                data = (obj or {}).get("data") or {}
+            else:
+                ref = source["secretRef"]
+                obj = self.api.get(f"/api/v1/namespaces/{ns}/secrets/{ref['name']}")
+                data = {k: base64.b64decode(v).decode() for k, v in ((obj or {}).get("data") or {}).items()}
+            if obj is None and not ref.get("optional"):
+                raise ValueError(f"envFrom {ref['name']!r} does not exist")
+            env.update({prefix + k: v for k, v in data.items()})
+        for var in container.get("env") or []:
+            if "valueFrom" not in var:
+                env[var["name"]] = expand(var.get("value", ""), env)
+                continue
+            source = var["valueFrom"]
+            if "fieldRef" in source:
+                env[var["name"]] = field_value(pod, source["fieldRef"]["fieldPath"])
+            elif "resourceFieldRef" in source:
+                env[var["name"]] = resource_value(pod, container, source["resourceFieldRef"])
+            else:
+                value = self.key_ref(ns, source)
+                if value is not None:
+                    env[var["name"]] = value
+        return env
+
+    def key_ref(self, ns: str, source: JSON) -> str | None:
+        if "configMapKeyRef" in source:
+            ref, kind = source["configMapKeyRef"], "configmaps"
+        else:
+            ref, kind = source["secretKeyRef"], "secrets"
+        obj = self.api.get(f"/api/v1/namespaces/{ns}/{kind}/{ref['name']}")
+        if kind == "configmaps":
+            value = ((obj or {}).get("data") or {}).get(ref["key"])
+        else:
+            raw = ((obj or {}).get("data") or {}).get(ref["key"])
+            value = base64.b64decode(raw).decode() if raw is not None else None
+        if value is None and not ref.get("optional"):
+            raise ValueError(f"{kind} {ns}/{ref['name']} key {ref['key']!r} does not exist")
+        return value
+
+    # --- volumes -------------------------------------------------------------------------------------
+
+    def write_volumes(self, pod: JSON, state: PodState) -> bool:
+        """Materialise (and refresh) the pod's volumes; False when a required source is missing."""
+        ns = pod["metadata"]["namespace"]
+        for volume in pod["spec"].get("volumes") or []:
+            directory = state.root / "volumes" / volume["name"]
+            directory.mkdir(parents=True, exist_ok=True)
+            files: dict[str, bytes] | None
+            if "emptyDir" in volume:
+                continue
+            if "secret" in volume:
+                src = volume["secret"]
+                files = self.object_files(ns, "secrets", src["secretName"], src)
+            elif "configMap" in volume:
+                src = volume["configMap"]
+                files = self.object_files(ns, "configmaps", src["name"], src)
+            elif "projected" in volume:
+                files = self.projected_files(pod, volume, state)
+            elif "downwardAPI" in volume:
+                files = self.downward_files(pod, volume["downwardAPI"].get("items") or [])
+            else:
+                log.warning("pod %s/%s: volume %s: type not supported", ns, pod["metadata"]["name"], volume["name"])
+                continue
+            if files is None:
+                log.info("pod %s/%s: volume %s: waiting for its source", ns, pod["metadata"]["name"], volume["name"])
+                return False
+            sync_dir(directory, files)
+        return True
+
+    def object_files(self, ns: str, kind: str, name: str, src: JSON) -> dict[str, bytes] | None:
+        obj = self.api.get(f"/api/v1/namespaces/{ns}/{kind}/{name}")
+        if obj is None:
+            return {} if src.get("optional") else None
+        if kind == "secrets":
+            data = {k: base64.b64decode(v) for k, v in (obj.get("data") or {}).items()}
+        else:
+            data = {k: v.encode() for k, v in (obj.get("data") or {}).items()}
+            data.update({k: base64.b64decode(v) for k, v in (obj.get("binaryData") or {}).items()})
+        items = src.get("items")
+        if not items:
+            return data
+        files = {}
+        for item in items:
+            if item["key"] in data:
+                files[item["path"]] = data[item["key"]]
+            elif not src.get("optional"):
+                return None
+        return files
+
+    def downward_files(self, pod: JSON, items: list[JSON]) -> dict[str, bytes]:
+        files = {}
+        for item in items:
+            if "fieldRef" in item:
+                files[item["path"]] = field_value(pod, item["fieldRef"]["fieldPath"]).encode()
+            elif "resourceFieldRef" in item:
+                container = pod["spec"]["containers"][0]
+                files[item["path"]] = resource_value(pod, container, item["resourceFieldRef"]).encode()
+        return files
+
+    def projected_files(self, pod: JSON, volume: JSON, state: PodState) -> dict[str, bytes] | None:
+        ns = pod["metadata"]["namespace"]
+        directory = state.root / "volumes" / volume["name"]
+        files: dict[str, bytes] = {}
+        for source in volume["projected"].get("sources") or []:
+            part: dict[str, bytes] | None
+            if "serviceAccountToken" in source:
+                part = self.token_file(pod, source["serviceAccountToken"], directory, state)
+            elif "configMap" in source:
+                src = source["configMap"]
+                part = self.object_files(ns, "configmaps", src["name"], src)
+            elif "secret" in source:
+                src = source["secret"]
+                part = self.object_files(ns, "secrets", src["name"], src)
+            elif "downwardAPI" in source:
+                part = self.downward_files(pod, source["downwardAPI"].get("items") or [])
+            else:
+                continue
+            if part is None:
+                return None
+            files.update(part)
+        return files
+
+    def token_file(self, pod: JSON, src: JSON, directory: Path, state: PodState) -> dict[str, bytes]:
+        path = src["path"]
+        key = str(directory / path)
+        current = directory / path
+        if current.is_file() and time.monotonic() < state.tokens.get(key, 0):
+            return {path: current.read_bytes()}
+        meta = pod["metadata"]
+        seconds = int(src.get("expirationSeconds") or TOKEN_SECONDS_DEFAULT)
+        spec: JSON = {
+            "expirationSeconds": seconds,
+            "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"]},
+        }
+        if src.get("audience"):
+            spec["audiences"] = [src["audience"]]
+        sa = pod["spec"].get("serviceAccountName") or "default"
+        answer = self.api.create(
+            f"/api/v1/namespaces/{meta['namespace']}/serviceaccounts/{sa}/token",
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec},
+        )
+        # The kubelet renews at 80 % of the lifetime.
+        state.tokens[key] = time.monotonic() + 0.8 * seconds
+        log.info("pod %s/%s: token for ServiceAccount %s", meta["namespace"], meta["name"], sa)
+        return {path: answer["status"]["token"].encode()}
+
+
+CLONE_NEWNET = 0x40000000
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _setns(fd: int) -> None:
+    if _libc.setns(fd, CLONE_NEWNET) != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"setns: {os.strerror(errno)}")
+
+
+def listen_in_netns(pid: int, address: tuple[str, int]) -> socket.socket:
+    """A listening socket at `address` inside the network namespace of `pid`. A socket stays in the namespace
+    it was made in, so this thread enters the pod's namespace only for socket(), bind() and listen()."""
+    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    target = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY)
+    try:
+        _setns(target)
+        try:
+            return socket.create_server(address)
+        finally:
+            _setns(own)
+    finally:
+        os.close(own)
+        os.close(target)
+
+
+class Relay:
+    """The API server's 127.0.0.1:<port> inside a pod's network namespace: each connection made there is
+    piped to the real API server (on the host's loopback). TLS passes through untouched, so the pod verifies
+    the API server's certificate (SAN 127.0.0.1) with the cluster CA, as in-cluster clients do."""
+
+    def __init__(self, pid: int, address: tuple[str, int], *, name: str) -> None:
+        self.address = address
+        self.server = listen_in_netns(pid, address)
+        self.closed = False
+        threading.Thread(target=self._accept, name=f"relay {name}", daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.closed:
+            try:
+                inner, _ = self.server.accept()
+            except OSError:
+                return
+            try:
+                outer = socket.create_connection(self.address, timeout=10)
+            except OSError as e:
+                log.warning("relay: API server %s:%d: %s", *self.address, e)
+                inner.close()
+                continue
+            outer.settimeout(None)
+            for src, dst in ((inner, outer), (outer, inner)):
+                threading.Thread(target=_pipe, args=(src, dst), daemon=True).start()
+
+    def close(self) -> None:
+        self.closed = True
+        with contextlib.suppress(OSError):
+            self.server.shutdown(socket.SHUT_RDWR)
+        self.server.close()
+
+
+def _pipe(src: socket.socket, dst: socket.socket) -> None:
+    try:
+        while data := src.recv(65536):
+            dst.sendall(data)
+    except OSError:
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            dst.shutdown(socket.SHUT_WR)
+        with contextlib.suppress(OSError):
+            src.shutdown(socket.SHUT_RD)
+
+
+def sync_dir(directory: Path, files: dict[str, bytes]) -> None:
+    """Make `directory` hold exactly `files`; each changed file is replaced atomically (rename), and the
+    directory itself is kept, since it is bind-mounted into the running process."""
+    for rel, content in files.items():
+        target = directory / rel
+        if target.is_file() and target.read_bytes() == content:
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{hashlib.sha1(content).hexdigest()[:8]}")
+        tmp.write_bytes(content)
+        os.replace(tmp, target)
+    for existing in directory.rglob("*"):
+        if existing.is_file() and str(existing.relative_to(directory)) not in files:
+            existing.unlink()
+
+
+def stop_process(p: Process) -> None:
+    if p.relay:
+        p.relay.close()
+        p.relay = None
+    if p.proc is None or p.proc.poll() is not None:
+        return
+    p.proc.terminate()
+    try:
+        p.proc.wait(timeout=p.grace)
+    except subprocess.TimeoutExpired:
+        p.proc.kill()
+        p.proc.wait(timeout=10)
+    log.info("%s: stopped", p.key)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--bin-dir", required=True, type=Path, help="where the operators' binaries are")
+    parser.add_argument("--state-dir", required=True, type=Path, help="volumes and logs go here")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    if os.geteuid() != 0:
+        log.error("runtime: needs root for `unshare --mount` (private mount namespaces)")
+        return 2
+    args.state_dir.mkdir(parents=True, exist_ok=True)
+    api = kube_rest.Client(args.kubeconfig)
+    runtime = Runtime(api, bin_dir=args.bin_dir, state_dir=args.state_dir)
+    stopping = False
+
+    def stop(signum: int, _frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    log.info("runtime: running binaries from %s for pods on kwok nodes", args.bin_dir)
+    try:
+        while not stopping:
+            try:
+                runtime.reconcile()
+            except (ApiError, OSError) as e:
+                log.warning("reconcile: %s", e)
+            time.sleep(POLL_SECONDS)
+    finally:
+        runtime.stop_all()
+        with contextlib.suppress(Exception):
+            api.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,261 @@
+"""The process runtime (e2e/runtime.py) runs the real training operator on a kwok node.
+
+kfctl installs the training operator; the runtime starts the operator's binary for its pod, with the pod's
+ServiceAccount token, the cluster CA and its webhook-certificate Secret mounted where the container expects
+them. The test then checks that the operator leads (the Lease names its pod), that its certificate Secret, the
+mounted files and its webhook's caBundle agree, that it creates the seed TFJob's pods with the TF_CONFIG it
+computed, that it talks to and listens on loopback only (a network namespace of its own), that the runtime
+restarts it when it dies and stops it when its pod is deleted. Needs the opt-in operator binaries
+(`e2e/build-binaries --operators`, which `make setup` runs; it fails without them) and root (namespaces).
+
+Out of scope here: the TFJob reaching Succeeded needs a kwok Stage that completes its pods.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import kube_rest
+import pytest
+from harness import E2E_DIR, poll
+from kube_rest import JSON
+from test_apply_support import kfctl
+
+pytestmark = pytest.mark.e2e
+
+TFJOB = {
+    "apiVersion": "kubeflow.org/v1",
+    "kind": "TFJob",
+    "metadata": {"name": "runtime-seed", "namespace": "kubeflow"},
+    "spec": {
+        "tfReplicaSpecs": {
+            role: {
+                "replicas": 1,
+                "restartPolicy": "Never",
+                "template": {
+                    "spec": {
+                        "containers": [{"name": "tensorflow", "image": "example.invalid/tf:1", "command": ["true"]}]
+                    }
+                },
+            }
+            for role in ("PS", "Worker")
+        }
+    },
+}
+TFJOBS = "/apis/kubeflow.org/v1/namespaces/kubeflow/tfjobs"
+
+
+def operators_dir() -> Path:
+    out = subprocess.run(
+        [str(E2E_DIR / "build-binaries"), "--print-operators-dir"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    return Path(out.splitlines()[-1]) if out else Path()
+
+
+@pytest.fixture
+def runtime(kubeconfig: str, tmp_path: Path) -> Iterator[Path]:
+    """e2e/runtime.py as a subprocess; yields its state dir (logs at <dir>/<ns>_<pod>_<container>.log)."""
+    bin_dir = operators_dir()
+    # Fail, never skip, as every e2e test here: `make setup` builds the operators.
+    if not (bin_dir / "training-operator").is_file():
+        pytest.fail("no operator binaries: run `e2e/build-binaries --operators` (make setup does)", pytrace=False)
+    if os.geteuid() != 0:
+        pytest.fail("the runtime needs root for private mount namespaces", pytrace=False)
+    api = kube_rest.Client(kubeconfig)
+    try:
+        nodes = api.list("/api/v1/nodes")
+    finally:
+        api.close()
+    if not any((n["metadata"].get("annotations") or {}).get("kwok.x-k8s.io/node") for n in nodes):
+        pytest.skip("the runtime runs processes for pods on kwok nodes: this cluster has none (kind?)")
+    state = tmp_path / "runtime"
+    log_path = tmp_path / "runtime.log"
+    with open(log_path, "ab") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                str(E2E_DIR / "runtime.py"),
+                f"--kubeconfig={kubeconfig}",
+                f"--bin-dir={bin_dir}",
+                f"--state-dir={state}",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+    try:
+        yield state
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        print(f"\nruntime log {log_path}:\n{log_path.read_text()[-3000:]}", file=sys.stderr)
+
+
+def operator_logs(state: Path) -> dict[str, str]:
+    """Pod name → its training-operator log."""
+    suffix = "_training-operator.log"
+    return {
+        path.name[len("kubeflow_") : -len(suffix)]: path.read_text(errors="replace")
+        for path in state.glob(f"kubeflow_training-operator-*{suffix}")
+    }
+
+
+def operator_pods(api: kube_rest.Client) -> list[str]:
+    return [
+        p["metadata"]["name"]
+        for p in api.list(
+            "/api/v1/namespaces/kubeflow/pods", query={"labelSelector": "app.kubernetes.io/name=training-operator"}
+        )
+        if not p["metadata"].get("deletionTimestamp")
+    ]
+
+
+def started_controllers(text: str, count: int = 1) -> bool:
+    """The operator led and started its TFJob workers (at least `count` times: restarts append to the log)."""
+    return (
+        text.count("successfully acquired lease kubeflow/1ca428e5.training-operator.kubeflow.org") >= count
+        and text.count('Starting workers\t{"controller": "tfjob-controller"') >= count
+    )
+
+
+def runtime_pid(text: str) -> int:
+    """The pid the runtime last started (its log line `--- runtime: start #N (pid P): ...`)."""
+    return int(text.rsplit("--- runtime: start #", 1)[1].split("(pid ", 1)[1].split(")", 1)[0])
+
+
+def sockets(pid: int, *, in_its_netns: bool) -> list[str]:
+    """`ss -tanp` lines of the process `pid`: in the host's network namespace or in its own."""
+    prefix = ["nsenter", "-t", str(pid), "-n"] if in_its_netns else []
+    out = subprocess.run([*prefix, "ss", "-Htanp"], capture_output=True, text=True, check=True).stdout
+    return sorted(" ".join(line.split()[:5]) for line in out.splitlines() if f"pid={pid}," in line)
+
+
+def addresses(pid: int) -> list[str]:
+    out = subprocess.run(
+        ["nsenter", "-t", str(pid), "-n", "ip", "-o", "addr"], capture_output=True, text=True, check=True
+    ).stdout
+    return sorted(line.split()[3] for line in out.splitlines())
+
+
+def test_training_operator_runs_and_creates_tfjob_pods(kubeconfig: str, tmp_path: Path, runtime: Path) -> None:
+    app = tmp_path / "app"
+    t0 = time.monotonic()
+    for args in (
+        ("init", str(app), "--platform", "kind", "--components", "training-operator"),
+        ("generate", str(app)),
+        ("apply", str(app), "--wait-timeout", "4m"),
+    ):
+        run = kfctl(*args, kubeconfig=kubeconfig)
+        assert run.code in (0, 10), run.explain()
+    applied = time.monotonic() - t0
+
+    api = kube_rest.Client(kubeconfig)
+    try:
+        # The real operator, in-cluster with its pod's ServiceAccount token: it takes its leader lease, and starts
+        # its job controllers once its certificate files are on disk (the Secret volume the runtime refreshes).
+        [pod] = poll(lambda: operator_pods(api), timeout=30, what="the training-operator pod")
+        poll(
+            lambda: started_controllers(operator_logs(runtime).get(pod, "")),
+            timeout=120,
+            what="the training operator to acquire its lease and start its controllers",
+            interval=0.5,
+        )
+        started = time.monotonic() - t0 - applied
+        lease = api.get(
+            "/apis/coordination.k8s.io/v1/namespaces/kubeflow/leases/1ca428e5.training-operator.kubeflow.org"
+        )
+        assert lease and lease["spec"]["holderIdentity"].startswith(f"{pod}_"), lease
+
+        # The operator's certificate: its Secret, the mounted files and the webhook's caBundle agree.
+        def certs_agree() -> bool:
+            secret = api.get("/api/v1/namespaces/kubeflow/secrets/training-operator-webhook-cert") or {}
+            data = secret.get("data") or {}
+            webhook = api.get(
+                "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/"
+                "validator.training-operator.kubeflow.org"
+            )
+            bundles = {w["clientConfig"].get("caBundle") for w in (webhook or {}).get("webhooks") or []}
+            on_disk = runtime / "pods" / f"kubeflow_{pod}" / "volumes" / "cert" / "tls.crt"
+            return (
+                bool(data.get("tls.crt"))
+                and bundles == {data.get("ca.crt")}
+                and on_disk.is_file()
+                and on_disk.read_bytes() == base64.b64decode(data["tls.crt"])
+            )
+
+        poll(certs_agree, timeout=30, what="the operator's Secret, mounted files and caBundle to agree")
+
+        api.create(TFJOBS, TFJOB)
+
+        def job_pods() -> dict[str, JSON]:
+            found = {
+                p["metadata"]["name"]: p
+                for p in api.list(
+                    "/api/v1/namespaces/kubeflow/pods",
+                    query={"labelSelector": "training.kubeflow.org/job-name=runtime-seed"},
+                )
+            }
+            return found if {"runtime-seed-ps-0", "runtime-seed-worker-0"} <= set(found) else {}
+
+        t1 = time.monotonic()
+        found = poll(job_pods, timeout=60, what="the operator to create the TFJob's pods", interval=0.5)
+        created = time.monotonic() - t1
+        for name, task in (("runtime-seed-worker-0", "worker"), ("runtime-seed-ps-0", "ps")):
+            env = {e["name"]: e.get("value") for e in found[name]["spec"]["containers"][0].get("env") or []}
+            tf_config = json.loads(env["TF_CONFIG"])
+            assert tf_config["cluster"] == {
+                "ps": ["runtime-seed-ps-0.kubeflow.svc:2222"],
+                "worker": ["runtime-seed-worker-0.kubeflow.svc:2222"],
+            }
+            assert tf_config["task"] == {"type": task, "index": 0}
+
+        # Loopback only: the operator binds :8080, :8081 and :9443 as its flags say, but in a network namespace
+        # of its own that has nothing but `lo`, and it reaches the API server through the runtime's relay there.
+        pid = runtime_pid(operator_logs(runtime)[pod])
+        assert sockets(pid, in_its_netns=False) == []
+        assert addresses(pid) == ["127.0.0.1/8", "::1/128"]
+        inside = sockets(pid, in_its_netns=True)
+        assert any(line.startswith("ESTAB") and f"127.0.0.1:{api.port}" in line for line in inside), inside
+        print(f"\noperator pid {pid}, in its network namespace: {inside}", file=sys.stderr)
+
+        # An exited process is restarted (the operator re-acquires its lease).
+        os.kill(pid, signal.SIGKILL)
+        poll(
+            lambda: started_controllers(operator_logs(runtime).get(pod, ""), 2),
+            timeout=60,
+            what="the runtime to restart the killed operator",
+            interval=0.5,
+        )
+
+        # A deleted pod's process stops; its replacement's starts.
+        pid = runtime_pid(operator_logs(runtime)[pod])
+        api.delete(f"/api/v1/namespaces/kubeflow/pods/{pod}")
+        poll(lambda: not Path(f"/proc/{pid}").exists(), timeout=60, what="the deleted pod's operator to stop")
+        [replacement] = poll(
+            lambda: [p for p in operator_pods(api) if p != pod], timeout=60, what="the replacement pod"
+        )
+        poll(
+            lambda: started_controllers(operator_logs(runtime).get(replacement, "")),
+            timeout=120,
+            what="the replacement pod's operator to lead",
+            interval=0.5,
+        )
+        print(
+            f"\nkfctl init+generate+apply {applied:.1f} s; operator leading with controllers {started:.1f} s later; "
+            f"TFJob pods {created:.1f} s after the TFJob",
+            file=sys.stderr,
+        )
+    finally:
+        api.delete(f"{TFJOBS}/runtime-seed")
+        api.close()
+        # The session's cluster is shared: later tests install the training operator as their own app.
+        run = kfctl("delete", str(app), "--wait-timeout", "3m", kubeconfig=kubeconfig)
+        assert run.code == 0, run.explain()
