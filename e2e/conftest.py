@@ -166,3 +166,31 @@ def running_standin(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) 
             proc.wait(timeout=15)
     finally:
         api.close()
+
+
+@pytest.fixture(scope="session")
+def pod_runtime(cluster: Cluster) -> Path:
+    """The state dir of the process runtime (e2e/runtime.py) that `e2e/cluster up` runs on the cluster: the real
+    operators' logs are at <dir>/<ns>_<pod>_<container>.log, their volumes under <dir>/pods/<ns>_<pod>/.
+    Fails (never skips) when the operators are not built or the cluster runs no runtime."""
+    import localcluster
+
+    bin_dir = localcluster.operators_dir()
+    missing = [b for b in ("training-operator", "katib-controller", "kserve-manager") if not (bin_dir / b).is_file()]
+    if missing:
+        pytest.fail(
+            f"no operator binaries ({', '.join(missing)}) in {bin_dir}: run `e2e/build-binaries --operators` "
+            "(make setup does)",
+            pytrace=False,
+        )
+    if cluster.state_dir is None:
+        pytest.skip("the process runtime runs pods on e2e/cluster's kwok nodes; this cluster is not one of those")
+    state = localcluster.State.load(cluster.state_dir)
+    runtime = next((p for p in (state.procs if state else []) if p.name == "runtime"), None)
+    if runtime is None or not localcluster.alive(runtime):
+        pytest.fail(
+            f"the cluster in {cluster.state_dir} runs no process runtime (e2e/cluster up starts one as root): "
+            "`e2e/cluster down` and `up` again",
+            pytrace=False,
+        )
+    return localcluster.runtime_dir(cluster.state_dir)

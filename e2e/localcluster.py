@@ -2,9 +2,11 @@
 
     e2e/cluster up [--webhooks] [--kind | --local] [--state-dir DIR]
     e2e/cluster down | status | kubeconfig [--state-dir DIR]
+    e2e/cluster logs NAMESPACE/POD [-c CONTAINER]
 
-`up` runs etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok (fake nodes and kubelets) and
-the stand-in controller (e2e/standin.py) on 127.0.0.1, each with a log file and a recorded pid, creates
+`up` runs etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok (fake nodes and kubelets),
+the stand-in controller (e2e/standin.py) and the process runtime (e2e/runtime.py, which runs the real
+operators for their pods) on 127.0.0.1, each with a log file and a recorded pid, creates
 three fake nodes (two CPU, one GPU) and the default StorageClass `standard`, and prints the kubeconfig's
 path. `down` stops exactly the recorded pids and removes the state directory. Where `docker info` works
 and `kind` is installed (or with --kind) it creates a kind cluster instead.
@@ -486,6 +488,7 @@ def up_local(state_dir: Path, *, webhooks: bool) -> State:
     create_nodes(api, kubelet_version=versions["KUBERNETES_VERSION"], kubelet_port=p["kwok"])
     create_storage_class(api)
     standin = spawn(state, "standin", [sys.executable, str(HERE / "standin.py"), f"--kubeconfig={kubeconfig}"])
+    runtime = start_runtime(state, kubeconfig)
 
     wait_for("3 Ready nodes", lambda: ready_nodes(api) == len(NODES), timeout=60, procs=[apiserver, kwok])
     wait_for(
@@ -495,8 +498,54 @@ def up_local(state_dir: Path, *, webhooks: bool) -> State:
         procs=[controller_manager],
     )
     wait_for("the stand-in controller's lease", lambda: standin_active(api), timeout=30, procs=[standin])
+    if runtime is not None:
+        wait_for("the process runtime", lambda: runtime_started(runtime), timeout=30, procs=[runtime])
     api.close()
     return state
+
+
+def operators_dir() -> Path:
+    """Where e2e/build-binaries --operators puts the operators (KFCTL_E2E_OPERATORS_DIR overrides)."""
+    override = os.environ.get("KFCTL_E2E_OPERATORS_DIR")
+    if override:
+        return Path(override)
+    printed = subprocess.run(
+        [str(HERE / "build-binaries"), "--print-operators-dir"], check=True, capture_output=True, text=True
+    )
+    return Path(printed.stdout.strip().splitlines()[-1])
+
+
+def start_runtime(state: State, kubeconfig: Path) -> Proc | None:
+    """e2e/runtime.py: runs the real operators for the pods kfctl installs (needs root for namespaces).
+
+    `up` does not build the operators (minutes): without them the runtime runs nothing and pods keep kwok's
+    simulated behaviour, as it says in its log and here."""
+    if os.geteuid() != 0:
+        log("not root: no process runtime (it needs mount and network namespaces); pods stay simulated")
+        return None
+    bin_dir = operators_dir()
+    if not bin_dir.is_dir():
+        log(f"no operator binaries in {bin_dir}: run `e2e/build-binaries --operators`; pods stay simulated")
+    return spawn(
+        state,
+        "runtime",
+        [
+            sys.executable,
+            str(HERE / "runtime.py"),
+            f"--kubeconfig={kubeconfig}",
+            f"--bin-dir={bin_dir}",
+            f"--state-dir={runtime_dir(Path(state.state_dir))}",
+        ],
+    )
+
+
+def runtime_dir(state_dir: Path) -> Path:
+    """The process runtime's volumes and per-container logs (<ns>_<pod>_<container>.log)."""
+    return state_dir / "runtime"
+
+
+def runtime_started(proc: Proc) -> bool:
+    return "runtime: running binaries from" in Path(proc.log).read_text(errors="replace")
 
 
 def create_nodes(api: kube_rest.Client, *, kubelet_version: str, kubelet_port: int) -> None:
@@ -864,6 +913,31 @@ def cmd_check_loopback(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
+def cmd_logs(args: argparse.Namespace) -> int:
+    """The log of a container the process runtime ran (kubectl logs cannot: kwok serves no real logs)."""
+    state = State.load(args.state_dir)
+    if state is None or state.backend != "local":
+        raise ClusterError(f"no local cluster in {args.state_dir}")
+    ns, sep, pod = args.pod.partition("/")
+    if not sep or not ns or not pod:
+        raise ClusterError(f"{args.pod!r}: name the pod as NAMESPACE/POD, e.g. kubeflow/training-operator-5d9c-x2")
+    directory = runtime_dir(args.state_dir)
+    logs = {p.name[len(f"{ns}_{pod}_") : -len(".log")]: p for p in directory.glob(f"{ns}_{pod}_*.log")}
+    if args.container:
+        logs = {c: p for c, p in logs.items() if c == args.container}
+    if not logs:
+        raise ClusterError(
+            f"no process ran for {ns}/{pod}{f' container {args.container}' if args.container else ''}: the runtime "
+            f"runs only containers whose image maps to a built operator (e2e/runtime.py RUNNABLE_IMAGES); "
+            f"its own log is {Path(state.state_dir) / 'logs' / 'runtime.log'}"
+        )
+    if len(logs) > 1:
+        raise ClusterError(f"{ns}/{pod} ran several containers: choose one with -c ({', '.join(sorted(logs))})")
+    (path,) = logs.values()
+    sys.stdout.write(path.read_text(errors="replace"))
+    return 0
+
+
 def cmd_kubeconfig(args: argparse.Namespace) -> int:
     state = State.load(args.state_dir)
     if state is None:
@@ -896,8 +970,11 @@ def main(argv: list[str] | None = None) -> int:
     status.add_argument("--json", action="store_true")
     sub.add_parser("kubeconfig", help="print the kubeconfig path")
     sub.add_parser("check-loopback", help="list sockets of our processes that are not on loopback; exit 1 if any")
+    logs = sub.add_parser("logs", help="print the log of a container the process runtime ran (NAMESPACE/POD)")
+    logs.add_argument("pod", metavar="NAMESPACE/POD")
+    logs.add_argument("-c", "--container", help="the container, when the pod ran several")
     # Accept --state-dir after the subcommand as well.
-    for p in (up, status, *(sub.choices[n] for n in ("down", "kubeconfig", "check-loopback"))):
+    for p in (up, status, logs, *(sub.choices[n] for n in ("down", "kubeconfig", "check-loopback"))):
         p.add_argument("--state-dir", type=Path, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.state_dir = args.state_dir.expanduser().absolute()
@@ -907,6 +984,7 @@ def main(argv: list[str] | None = None) -> int:
         "status": cmd_status,
         "kubeconfig": cmd_kubeconfig,
         "check-loopback": cmd_check_loopback,
+        "logs": cmd_logs,
     }
     try:
         if args.command in ("up", "down"):

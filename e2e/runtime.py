@@ -70,6 +70,7 @@ BACKOFF_MAX_SECONDS = 30.0
 # A process that ran this long before exiting restarts after BACKOFF_FIRST_SECONDS again.
 BACKOFF_RESET_SECONDS = 60.0
 TOKEN_SECONDS_DEFAULT = 3600
+STOP_ALL_SECONDS = 8.0
 SA_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 log = logging.getLogger("runtime")
@@ -304,9 +305,17 @@ class Runtime:
         log.info("pod %s: gone, its processes stopped", ref)
 
     def stop_all(self) -> None:
-        for state in self.pods.values():
-            for p in state.processes.values():
-                stop_process(p)
+        """All at once, within STOP_ALL_SECONDS: `e2e/cluster down` kills the runtime 15 s after asking."""
+        processes = [p for state in self.pods.values() for p in state.processes.values()]
+        for p in processes:
+            if p.proc is not None and p.proc.poll() is None:
+                p.proc.terminate()
+        deadline = time.monotonic() + STOP_ALL_SECONDS
+        for p in processes:
+            if p.proc is not None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    p.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            stop_process(p, grace=0.0)  # kills what is left, closes the relay
         self.pods.clear()
 
     # --- one container -------------------------------------------------------------------------------
@@ -632,7 +641,7 @@ def sync_dir(directory: Path, files: dict[str, bytes]) -> None:
             existing.unlink()
 
 
-def stop_process(p: Process) -> None:
+def stop_process(p: Process, grace: float | None = None) -> None:
     if p.relay:
         p.relay.close()
         p.relay = None
@@ -640,7 +649,7 @@ def stop_process(p: Process) -> None:
         return
     p.proc.terminate()
     try:
-        p.proc.wait(timeout=p.grace)
+        p.proc.wait(timeout=grace if grace is not None else p.grace)
     except subprocess.TimeoutExpired:
         p.proc.kill()
         p.proc.wait(timeout=10)

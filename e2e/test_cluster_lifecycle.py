@@ -43,6 +43,7 @@ def test_up_down_up(tmp_path: Path) -> None:
             "kube-scheduler",
             "kwok",
             "standin",
+            "runtime",
         }
         assert all(localcluster.alive(p) for p in first.procs)
 

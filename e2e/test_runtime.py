@@ -20,12 +20,11 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import kube_rest
 import pytest
-from harness import E2E_DIR, poll
+from harness import poll
 from kube_rest import JSON
 from test_apply_support import kfctl
 
@@ -51,52 +50,6 @@ TFJOB = {
     },
 }
 TFJOBS = "/apis/kubeflow.org/v1/namespaces/kubeflow/tfjobs"
-
-
-def operators_dir() -> Path:
-    out = subprocess.run(
-        [str(E2E_DIR / "build-binaries"), "--print-operators-dir"], capture_output=True, text=True, check=False
-    ).stdout.strip()
-    return Path(out.splitlines()[-1]) if out else Path()
-
-
-@pytest.fixture
-def runtime(kubeconfig: str, tmp_path: Path) -> Iterator[Path]:
-    """e2e/runtime.py as a subprocess; yields its state dir (logs at <dir>/<ns>_<pod>_<container>.log)."""
-    bin_dir = operators_dir()
-    # Fail, never skip, as every e2e test here: `make setup` builds the operators.
-    if not (bin_dir / "training-operator").is_file():
-        pytest.fail("no operator binaries: run `e2e/build-binaries --operators` (make setup does)", pytrace=False)
-    if os.geteuid() != 0:
-        pytest.fail("the runtime needs root for private mount namespaces", pytrace=False)
-    api = kube_rest.Client(kubeconfig)
-    try:
-        nodes = api.list("/api/v1/nodes")
-    finally:
-        api.close()
-    if not any((n["metadata"].get("annotations") or {}).get("kwok.x-k8s.io/node") for n in nodes):
-        pytest.skip("the runtime runs processes for pods on kwok nodes: this cluster has none (kind?)")
-    state = tmp_path / "runtime"
-    log_path = tmp_path / "runtime.log"
-    with open(log_path, "ab") as out:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                str(E2E_DIR / "runtime.py"),
-                f"--kubeconfig={kubeconfig}",
-                f"--bin-dir={bin_dir}",
-                f"--state-dir={state}",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-    try:
-        yield state
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        print(f"\nruntime log {log_path}:\n{log_path.read_text()[-3000:]}", file=sys.stderr)
 
 
 def operator_logs(state: Path) -> dict[str, str]:
@@ -145,7 +98,8 @@ def addresses(pid: int) -> list[str]:
     return sorted(line.split()[3] for line in out.splitlines())
 
 
-def test_training_operator_runs_and_creates_tfjob_pods(kubeconfig: str, tmp_path: Path, runtime: Path) -> None:
+def test_training_operator_runs_and_creates_tfjob_pods(kubeconfig: str, tmp_path: Path, pod_runtime: Path) -> None:
+    runtime = pod_runtime
     app = tmp_path / "app"
     t0 = time.monotonic()
     for args in (
