@@ -35,17 +35,14 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
-import ctypes
 import hashlib
 import logging
 import os
 import re
 import shlex
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +50,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import kube_rest
 from kube_rest import JSON, ApiError
+from netns import Relay
 
 # Image repository (without tag or digest) → the binary e2e/build-binaries --operators builds for it.
 RUNNABLE_IMAGES: dict[str, str] = {
@@ -550,79 +548,6 @@ class Runtime:
         state.tokens[key] = time.monotonic() + 0.8 * seconds
         log.info("pod %s/%s: token for ServiceAccount %s", meta["namespace"], meta["name"], sa)
         return {path: answer["status"]["token"].encode()}
-
-
-CLONE_NEWNET = 0x40000000
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def _setns(fd: int) -> None:
-    if _libc.setns(fd, CLONE_NEWNET) != 0:
-        errno = ctypes.get_errno()
-        raise OSError(errno, f"setns: {os.strerror(errno)}")
-
-
-def listen_in_netns(pid: int, address: tuple[str, int]) -> socket.socket:
-    """A listening socket at `address` inside the network namespace of `pid`. A socket stays in the namespace
-    it was made in, so this thread enters the pod's namespace only for socket(), bind() and listen()."""
-    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-    target = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY)
-    try:
-        _setns(target)
-        try:
-            return socket.create_server(address)
-        finally:
-            _setns(own)
-    finally:
-        os.close(own)
-        os.close(target)
-
-
-class Relay:
-    """The API server's 127.0.0.1:<port> inside a pod's network namespace: each connection made there is
-    piped to the real API server (on the host's loopback). TLS passes through untouched, so the pod verifies
-    the API server's certificate (SAN 127.0.0.1) with the cluster CA, as in-cluster clients do."""
-
-    def __init__(self, pid: int, address: tuple[str, int], *, name: str) -> None:
-        self.address = address
-        self.server = listen_in_netns(pid, address)
-        self.closed = False
-        threading.Thread(target=self._accept, name=f"relay {name}", daemon=True).start()
-
-    def _accept(self) -> None:
-        while not self.closed:
-            try:
-                inner, _ = self.server.accept()
-            except OSError:
-                return
-            try:
-                outer = socket.create_connection(self.address, timeout=10)
-            except OSError as e:
-                log.warning("relay: API server %s:%d: %s", *self.address, e)
-                inner.close()
-                continue
-            outer.settimeout(None)
-            for src, dst in ((inner, outer), (outer, inner)):
-                threading.Thread(target=_pipe, args=(src, dst), daemon=True).start()
-
-    def close(self) -> None:
-        self.closed = True
-        with contextlib.suppress(OSError):
-            self.server.shutdown(socket.SHUT_RDWR)
-        self.server.close()
-
-
-def _pipe(src: socket.socket, dst: socket.socket) -> None:
-    try:
-        while data := src.recv(65536):
-            dst.sendall(data)
-    except OSError:
-        pass
-    finally:
-        with contextlib.suppress(OSError):
-            dst.shutdown(socket.SHUT_WR)
-        with contextlib.suppress(OSError):
-            src.shutdown(socket.SHUT_RD)
 
 
 def sync_dir(directory: Path, files: dict[str, bytes]) -> None:
