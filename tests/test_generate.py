@@ -147,7 +147,7 @@ def test_image_mirror_rewrites_every_container_and_init_container(tmp_path: Path
     generate(load_kfdef(path, catalog), catalog)
     pod = deployment(app)["spec"]["template"]["spec"]
     assert [c["image"] for c in pod["containers"]] == [
-        "mirror.internal:5000/kf/kubeflow/training-v1/training-operator:v1-93c5489"
+        "mirror.internal:5000/kf/kubeflow/training-v1/training-operator:v1-3f15cb8"
     ]
     assert [c["image"] for c in pod["initContainers"]] == ["mirror.internal:5000/kf/busybox:1.36"]
 
