@@ -22,7 +22,8 @@ class BuildWithCatalog(build_py):  # type: ignore[misc]
         target = Path(self.build_lib) / "kfctl" / "_catalog"
         shutil.rmtree(target, ignore_errors=True)
         for part in CATALOG_PARTS:
-            shutil.copytree(ROOT / part, target / part, ignore=shutil.ignore_patterns("__pycache__"))
+            # manifests/gen-crds regenerates CRDs in a checkout; an installed catalog has no use for it.
+            shutil.copytree(ROOT / part, target / part, ignore=shutil.ignore_patterns("__pycache__", "gen-crds"))
 
 
 setup(cmdclass={"build_py": BuildWithCatalog})

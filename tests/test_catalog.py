@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+from kfctl import yamlio
 from kfctl.app.generate import generate
 from kfctl.app.init import init_app
 from kfctl.catalog.model import Catalog
@@ -54,7 +55,7 @@ def supported(catalog: Catalog, platform: str) -> list[str]:
 
 def rendered(app: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     for path in sorted((app / "rendered").glob("*.yaml")):
-        for obj in yaml.safe_load_all(path.read_text()):
+        for obj in yamlio.safe_load_all(path.read_text()):  # libyaml's loader: the CRDs are megabytes
             if obj:
                 yield path.stem, obj
 
