@@ -10,6 +10,7 @@ from kfctl.engine import labels
 from kfctl.engine.inventory import applyset_id, parent_name
 from kfctl.errors import UsageError
 from kfctl.objects import Obj, ObjectKey, key_of, parse_stream
+from kfctl.plan.duplicates import Copy, merge_copies
 from kfctl.plan.graph import ExternalCheck, Plan, Step, build_plan
 
 
@@ -19,6 +20,7 @@ class Bundle:
     objects_by_app: tuple[tuple[str, tuple[Obj, ...]], ...]
     depends_on: dict[str, tuple[str, ...]]
     externals: tuple[ExternalCheck, ...] = ()  # applications the cluster provides (external: true)
+    copies: tuple[Copy, ...] = ()  # identical copies of an object in later applications, applied once
 
     @property
     def inventory_name(self) -> str:
@@ -36,7 +38,7 @@ class Bundle:
         return [(app, o) for app, objs in self.objects_by_app for o in objs]
 
     def plan(self) -> Plan:
-        return build_plan(self.objects_by_app, depends_on=self.depends_on, externals=self.externals)
+        return build_plan(self.objects_by_app, depends_on=self.depends_on, externals=self.externals, copies=self.copies)
 
     def prepare(self, step: Step) -> Obj:
         """The object as kfctl applies it (labels + content hash)."""
@@ -46,13 +48,15 @@ class Bundle:
 
 def load_bundle(kfdef: KfDef, catalog: Catalog) -> Bundle:
     """Read APPDIR/rendered/<app>.yaml of every installed application (run generate first); external
-    applications become checks of what the cluster provides."""
+    applications become checks of what the cluster provides. An object several applications render is kept
+    once (in the first) when the copies are identical; copies that differ are a RenderError."""
     apps = kfdef.enabled_applications()
     by_component = {a.component: a.name for a in apps if a.component}
     names = {a.name for a in apps}
     out: list[tuple[str, tuple[Obj, ...]]] = []
     externals: list[ExternalCheck] = []
     deps: dict[str, tuple[str, ...]] = {}
+    sources: dict[str, str] = {}
     for app in apps:
         if app.external:
             component = catalog.components.get(app.component or "")
@@ -62,8 +66,10 @@ def load_bundle(kfdef: KfDef, catalog: Catalog) -> Bundle:
         if not path.is_file():
             raise UsageError(f"{path} does not exist", hint=f"run `kfctl generate {kfdef.app_dir}` first")
         out.append((app.name, tuple(parse_stream(path.read_text(encoding="utf-8"), source=str(path)))))
+        sources[app.name] = str(path)
         wanted = list(app.depends_on)
         if app.component and app.component in catalog.components:
             wanted += [by_component[c] for c in catalog.components[app.component].depends_on if c in by_component]
         deps[app.name] = tuple(dict.fromkeys(d for d in wanted if d in names and d != app.name))
-    return Bundle(kfdef, tuple(out), deps, tuple(externals))
+    merged, copies = merge_copies(out, sources=sources)
+    return Bundle(kfdef, merged, deps, tuple(externals), copies)

@@ -23,7 +23,8 @@ from pathlib import Path
 from kfctl.catalog.model import Catalog
 from kfctl.config.model import Application, KfDef
 from kfctl.errors import RenderError, StaleOutputError
-from kfctl.objects import key_of, parse_stream
+from kfctl.objects import Obj, parse_stream
+from kfctl.plan.duplicates import merge_copies
 from kfctl.render import kustomize
 from kfctl.render.layout import MIRROR_OVERLAY, AppLayout, container_images, plan_application
 from kfctl.repos.cache import resolve_repos
@@ -156,23 +157,19 @@ def _render_all(
     with ThreadPoolExecutor(max_workers=workers) as pool:
         outputs = list(pool.map(render, layouts))
 
-    owner: dict[object, str] = {}
     total = 0
     rendered = tmp / "rendered"
     rendered.mkdir()
+    parsed: list[tuple[str, tuple[Obj, ...]]] = []
     for layout, text in zip(layouts, outputs, strict=True):
         name = layout.app.name
         objects = parse_stream(text, source=f"application {name}")
-        for obj in objects:
-            key = key_of(obj)
-            if key in owner:
-                raise RenderError(
-                    f"{key} is rendered by two applications: {owner[key]} and {name}",
-                    hint="disable one of them, or remove the object from one kustomization",
-                )
-            owner[key] = name
+        parsed.append((name, tuple(objects)))
         total += len(objects)
         (rendered / f"{name}.yaml").write_text(text, encoding="utf-8")
+    # An object several applications render: identical copies are applied once, differing ones refused now,
+    # before anything is written to APPDIR (load_bundle merges the same way when it reads the files back).
+    merge_copies(parsed, sources={name: str(kfdef.app_dir / "rendered" / f"{name}.yaml") for name, _ in parsed})
     return total
 
 

@@ -9,6 +9,7 @@ from kfctl.app.generate import generate
 from kfctl.catalog.model import Catalog
 from kfctl.config.model import KfDef
 from kfctl.plan.graph import Plan
+from kfctl.plan.text import hoisted_reason
 
 
 def plan_kfdef(kfdef: KfDef, catalog: Catalog, *, render: bool = True) -> Plan:
@@ -18,20 +19,26 @@ def plan_kfdef(kfdef: KfDef, catalog: Catalog, *, render: bool = True) -> Plan:
 
 
 def plan_as_dict(plan: Plan) -> dict[str, Any]:
-    return {
-        "waves": [
-            [
-                {
-                    "step": sid,
-                    "application": plan.steps[sid].app,
-                    "kind": plan.steps[sid].kind,
-                    "dependsOn": [
-                        {"step": e.dependency, "rule": e.rule.name, "orderOnly": e.rule.order_only}
-                        for e in plan.deps.get(sid, [])
-                    ],
-                }
-                for sid in wave
-            ]
-            for wave in plan.waves()
-        ]
+    return {"waves": [[_step_as_dict(plan, sid) for sid in wave] for wave in plan.waves()]}
+
+
+def _step_as_dict(plan: Plan, sid: str) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "step": sid,
+        "application": plan.steps[sid].app,
+        "kind": plan.steps[sid].kind,
+        "dependsOn": [
+            {"step": e.dependency, "rule": e.rule.name, "orderOnly": e.rule.order_only} for e in plan.deps.get(sid, [])
+        ],
     }
+    hoist = plan.hoisted.get(sid)
+    if hoist is not None:  # applied ahead of its application's dependsOn, and why
+        out["hoisted"] = {
+            "neededBy": hoist.needed_by,
+            "application": hoist.needed_by_app,
+            "rule": hoist.rule.name,
+            "reason": hoisted_reason(plan.steps[sid].app, hoist),
+        }
+    if sid in plan.copies:  # later applications render an identical copy, applied once by this step
+        out["copiesIn"] = list(plan.copies[sid])
+    return out

@@ -18,6 +18,8 @@ from kfctl.errors import PlanError
 from kfctl.health.registry import needs_wait
 from kfctl.objects import Obj, ObjectKey, key_of
 from kfctl.plan import rules
+from kfctl.plan.duplicates import Copy
+from kfctl.plan.hoist import Hoist, Need, hoisted_steps
 from kfctl.plan.rules import EdgeRule
 from kfctl.plan.selectors import matches
 
@@ -76,6 +78,10 @@ class Plan:
     steps: dict[str, Step] = field(default_factory=dict)
     deps: dict[str, list[Edge]] = field(default_factory=dict)
     applications: list[Application] = field(default_factory=list)
+    # Shared prerequisites applied ahead of their application's dependsOn (see kfctl.plan.hoist).
+    hoisted: dict[str, Hoist] = field(default_factory=dict)
+    # Step id → later applications that render an identical copy of it (applied once, by this step).
+    copies: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def objects(self) -> list[Step]:
         return [s for s in self.steps.values() if s.kind == "object"]
@@ -119,9 +125,11 @@ def build_plan(
     *,
     depends_on: Mapping[str, Sequence[str]],
     externals: Sequence[ExternalCheck] = (),
+    copies: Sequence[Copy] = (),
 ) -> Plan:
     """The plan for applying every application's objects; ``depends_on`` maps application → applications.
     ``externals`` are applications the cluster provides: one check step each, which dependents wait for.
+    ``copies`` are identical copies already merged away (:mod:`kfctl.plan.duplicates`), shown in the plan.
 
     Raises PlanError on a dependency cycle, printing it.
     """
@@ -140,6 +148,9 @@ def build_plan(
             plan.steps[step.id] = step
             plan.deps[step.id] = []
             by_key[key] = step
+    for c in copies:
+        sid = object_id(c.key)
+        plan.copies[sid] = (*plan.copies.get(sid, ()), c.dropped_from)
     _Builder(plan, by_key).build()
     order = topological_order(plan)  # raises on a cycle
     del order
@@ -204,6 +215,9 @@ class _Builder:
             if isinstance(pod, Mapping):
                 for kind, name in sorted(_pod_references(pod)):
                     self.edge(step, self.by_key.get(ObjectKey("", kind, key.namespace, name)), rules.POD_REF)
+                if pod.get("priorityClassName"):
+                    pc = ObjectKey("scheduling.k8s.io", "PriorityClass", "", str(pod["priorityClassName"]))
+                    self.edge(step, self.by_key.get(pc), rules.PRIORITY_CLASS)
         if (key.group, key.kind) == ("", "PersistentVolumeClaim") and spec.get("storageClassName"):
             sc = ObjectKey("storage.k8s.io", "StorageClass", "", str(spec["storageClassName"]))
             self.edge(step, self.by_key.get(sc), rules.STORAGE_CLASS)
@@ -359,11 +373,40 @@ class _Builder:
             self.plan.deps[s.id] = []
             for m in members.get(app.name, []):
                 self.edge(s, m, rules.APP_MEMBER)
+        self.plan.hoisted = hoisted_steps(
+            [
+                Need(s.id, s.app, e.dependency, e.rule)
+                for s in steps
+                for e in self.plan.deps.get(s.id, [])
+                if self.plan.steps[e.dependency].kind == "object"
+            ],
+            owner={s.id: s.app for s in steps},
+            held=_waited_for(self.plan.applications),
+        )
         for app in self.plan.applications:
             for dep in app.depends_on:
                 target = app_steps.get(dep)
                 for m in members.get(app.name, []):
-                    self.edge(m, target, rules.DEPENDS_ON)
+                    if m.id not in self.plan.hoisted:
+                        self.edge(m, target, rules.DEPENDS_ON)
+
+
+def _waited_for(applications: Sequence[Application]) -> dict[str, frozenset[str]]:
+    """Every application with ``dependsOn`` → all the applications it waits for, transitively."""
+    direct = {a.name: set(a.depends_on) for a in applications}
+    out: dict[str, frozenset[str]] = {}
+    for app in direct:
+        if not direct[app]:
+            continue
+        seen: set[str] = set()
+        todo = list(direct[app])
+        while todo:
+            name = todo.pop()
+            if name not in seen:
+                seen.add(name)
+                todo.extend(direct.get(name, ()))
+        out[app] = frozenset(seen)
+    return out
 
 
 def _pod_references(pod: Mapping[str, Any]) -> Iterable[tuple[str, str]]:

@@ -2,7 +2,10 @@
 
 Every edge the planner draws names one of these rules; ``kfctl plan`` prints the rule's phrase next to
 the edge. Edges mean "apply after, and wait until the dependency is healthy" unless ``order_only``, which
-means "apply after the dependency was accepted by the server" (no health wait).
+means "apply after the dependency was accepted by the server" (no health wait). A ``shared`` rule's
+dependency is a prerequisite the dependent cannot exist without (its Namespace, CRD, ServiceAccount …):
+application ``dependsOn`` never holds such an object back when another application needs it (it is
+*hoisted*, see :mod:`kfctl.plan.hoist`), because upstream trees put shared namespaces wherever they like.
 """
 
 from __future__ import annotations
@@ -15,13 +18,16 @@ class EdgeRule:
     name: str
     phrase: str  # how `kfctl plan` explains the edge
     order_only: bool
+    shared: bool = False  # the dependency is a structural prerequisite: hoisted past application order
 
 
-CRD = EdgeRule("crd", "its CRD is Established (then the REST mapping is refreshed)", order_only=False)
-NAMESPACE = EdgeRule("namespace", "its Namespace is Active", order_only=False)
-ROLE_REF = EdgeRule("role-ref", "the role it binds exists", order_only=True)
-POD_REF = EdgeRule("pod-ref", "its pods reference it (ConfigMap/Secret/ServiceAccount)", order_only=True)
-STORAGE_CLASS = EdgeRule("storage-class", "its StorageClass exists", order_only=True)
+CRD = EdgeRule("crd", "its CRD is Established (then the REST mapping is refreshed)", order_only=False, shared=True)
+NAMESPACE = EdgeRule("namespace", "its Namespace is Active", order_only=False, shared=True)
+ROLE_REF = EdgeRule("role-ref", "the role it binds exists", order_only=True, shared=True)
+POD_REF = EdgeRule("pod-ref", "its pods reference it (ConfigMap/Secret/ServiceAccount)", order_only=True, shared=True)
+# The Priority admission plugin rejects a pod whose priorityClassName does not exist yet.
+PRIORITY_CLASS = EdgeRule("priority-class", "its pods' PriorityClass exists", order_only=True, shared=True)
+STORAGE_CLASS = EdgeRule("storage-class", "its StorageClass exists", order_only=True, shared=True)
 WEBHOOK = EdgeRule("webhook", "a failurePolicy=Fail webhook that admits it has a ready backend", order_only=False)
 CONVERSION = EdgeRule("conversion-webhook", "its CRD's conversion webhook backend is ready", order_only=False)
 APISERVICE = EdgeRule("apiservice", "the APIService serving its group is Available", order_only=False)
