@@ -6,6 +6,11 @@ compares instead of swapping. Repos other than the built-in catalog are resolved
 and the lock file (kfctl.repos); ``offline`` forbids network and git, ``refresh`` ignores the lock. The
 lock file is rewritten only after a successful, non-check render (``check`` reports a stale one). The KfDef is
 only read.
+
+From a repo, only the files the applications' kustomizations use are vendored (kfctl.repos.closure); when
+that set cannot be computed for an application (a missing path), that application's whole directory tree
+is vendored too, and the whole repo when a kustomization cannot be parsed (its "../" references are
+unknown); the result says so. Rendering from the vendored copy is what proves the vendor directory builds.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from kfctl.catalog.model import Catalog
 from kfctl.config.model import Application, KfDef
@@ -28,6 +33,7 @@ from kfctl.plan.duplicates import merge_copies
 from kfctl.render import kustomize
 from kfctl.render.layout import MIRROR_OVERLAY, AppLayout, container_images, plan_application
 from kfctl.repos.cache import resolve_repos
+from kfctl.repos.closure import kustomization_closure, tree_files
 from kfctl.repos.remote import remote_references
 
 OUTPUT_DIRS = ("vendor", "kustomize", "rendered")
@@ -45,6 +51,9 @@ class GenerateResult:
     seconds: float
     fetched: tuple[str, ...] = ()  # repos fetched over the network or with git in this run
     lock_written: bool = False
+    vendored_files: int = 0  # in APPDIR/vendor/ as rendered
+    vendored_bytes: int = 0
+    vendor_fallbacks: tuple[str, ...] = ()  # applications whose whole directory (or repo) was vendored, and why
 
 
 def generate(
@@ -72,7 +81,8 @@ def generate(
     except OSError as e:
         raise _cannot_write(app_dir, e) from e
     try:
-        count = _render_all(kfdef, catalog, apps, k, tmp, jobs=jobs, sources=repos.paths)
+        count, fallbacks = _render_all(kfdef, catalog, apps, k, tmp, jobs=jobs, sources=repos.paths)
+        vendored_files, vendored_bytes = _measure(tmp / "vendor")
         changed = _differences(tmp, app_dir)
         if check and repos.lock_stale():
             changed.append(repos.lock_file.name)  # beside the KfDef, so in APPDIR
@@ -99,6 +109,9 @@ def generate(
         seconds=time.monotonic() - start,
         fetched=tuple(repos.fetched),
         lock_written=lock_written,
+        vendored_files=vendored_files,
+        vendored_bytes=vendored_bytes,
+        vendor_fallbacks=tuple(fallbacks),
     )
 
 
@@ -136,11 +149,10 @@ def _render_all(
     *,
     jobs: int | None,
     sources: Mapping[str, Path],
-) -> int:
+) -> tuple[int, list[str]]:
     layouts = [plan_application(kfdef, catalog, app, sources=sources) for app in apps]
-    copied: set[str] = set()
+    fallbacks = _vendor(layouts, tmp)
     for layout in layouts:
-        _vendor(layout, tmp, copied)
         _write_files(layout, tmp)
 
     def render(layout: AppLayout) -> str:
@@ -170,7 +182,7 @@ def _render_all(
     # An object several applications render: identical copies are applied once, differing ones refused now,
     # before anything is written to APPDIR (load_bundle merges the same way when it reads the files back).
     merge_copies(parsed, sources={name: str(kfdef.app_dir / "rendered" / f"{name}.yaml") for name, _ in parsed})
-    return total
+    return total, fallbacks
 
 
 def _build(k: kustomize.Kustomize, tmp: Path, app: str, app_dir: Path) -> str:
@@ -182,18 +194,58 @@ def _build(k: kustomize.Kustomize, tmp: Path, app: str, app_dir: Path) -> str:
         raise
 
 
-def _vendor(layout: AppLayout, tmp: Path, copied: set[str]) -> None:
-    for copy in layout.vendor:
-        key = str(copy.dest)
-        if key in copied:
-            continue
-        copied.add(key)
-        dest = tmp / copy.dest
-        dest.parent.mkdir(parents=True, exist_ok=True)
+def _vendor(layouts: list[AppLayout], tmp: Path) -> list[str]:
+    """Copy every vendored part into ``tmp``; one line per application whose closure fell back to its tree.
+
+    Several applications may use one repo: its vendored files are the union of their closures.
+    """
+    whole: dict[PurePosixPath, tuple[str, Path]] = {}
+    picked: dict[PurePosixPath, tuple[str, Path, set[PurePosixPath]]] = {}
+    fallbacks: list[str] = []
+    for layout in layouts:
+        name = layout.app.name
+        for copy in layout.vendor:
+            if copy.start is None:
+                whole.setdefault(copy.dest, (name, copy.source))
+                continue
+            start = copy.source / copy.start
+            closure = kustomization_closure(start, root=copy.source)
+            files = set(closure.files)
+            if closure.problems:
+                # An unreadable kustomization may refer anywhere in the repo ("../"): only all of it is safe.
+                whole_repo = closure.unreadable
+                files |= tree_files(copy.source if whole_repo else start, root=copy.source)
+                what = (
+                    f"the whole repo {copy.dest}/" if whole_repo else f"its whole directory {copy.dest / copy.start}/"
+                )
+                more = f" (and {len(closure.problems) - 1} more)" if len(closure.problems) > 1 else ""
+                fallbacks.append(f"application {name}: vendored {what} because {closure.problems[0]}{more}")
+            picked.setdefault(copy.dest, (name, copy.source, set()))[2].update(files)
+    for dest, (name, source) in whole.items():
+        (tmp / dest).parent.mkdir(parents=True, exist_ok=True)
         try:
-            shutil.copytree(copy.source, dest, ignore=_IGNORED)
+            shutil.copytree(source, tmp / dest, ignore=_IGNORED)
         except (OSError, shutil.Error) as e:
-            raise RenderError(f"application {layout.app.name}: cannot copy {copy.source}: {e}") from e
+            raise RenderError(f"application {name}: cannot copy {source}: {e}") from e
+    for dest, (name, source, files) in picked.items():
+        for rel in sorted(files):
+            target = tmp / dest / rel
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source / rel, target)
+            except OSError as e:
+                raise RenderError(f"application {name}: cannot copy {source / rel}: {e}") from e
+    return fallbacks
+
+
+def _measure(root: Path) -> tuple[int, int]:
+    """Files and bytes under ``root``."""
+    files = size = 0
+    for path in root.rglob("*") if root.is_dir() else ():
+        if path.is_file():
+            files += 1
+            size += path.stat().st_size
+    return files, size
 
 
 def _write_files(layout: AppLayout, tmp: Path) -> None:

@@ -28,9 +28,10 @@ def generate(
 ) -> None:
     """Render every application of the KfDef through kustomize.
 
-    Writes APPDIR/kustomize/<app>/ (plain kustomize, with the catalog parts it uses vendored
-    into APPDIR/vendor/) and APPDIR/rendered/<app>.yaml. `kustomize build APPDIR/kustomize/<app>`
-    reproduces rendered/<app>.yaml byte for byte, so the directory can live in a GitOps repo.
+    Writes APPDIR/kustomize/<app>/ (plain kustomize, with the catalog parts and the repo files its
+    kustomizations use vendored into APPDIR/vendor/) and APPDIR/rendered/<app>.yaml.
+    `kustomize build APPDIR/kustomize/<app>` reproduces rendered/<app>.yaml byte for byte, so the
+    directory can live in a GitOps repo.
     A failed render leaves the previous output untouched; the KfDef is never rewritten.
 
     Repos that are archives or git are fetched into APPDIR/.cache/repos/ and recorded in a lock
@@ -58,6 +59,10 @@ def generate(
             + (f": {', '.join(result.changed[:10])}" if result.changed else "")
             + (" …" if len(result.changed) > 10 else "")
         )
+    lines.append(
+        f"Vendored {result.vendored_files} file(s), {_size(result.vendored_bytes)} into {result.app_dir / 'vendor'}"
+    )
+    lines += result.vendor_fallbacks
     if result.fetched:
         lines.append(f"Fetched repo(s): {', '.join(result.fetched)}")
     if result.lock_written:
@@ -73,6 +78,20 @@ def generate(
             "kustomize": result.kustomize,
             "fetched": list(result.fetched),
             "lockWritten": result.lock_written,
+            "vendored": {
+                "files": result.vendored_files,
+                "bytes": result.vendored_bytes,
+                "fallbacks": list(result.vendor_fallbacks),
+            },
         },
         "\n".join(lines),
     )
+
+
+def _size(n: int) -> str:
+    """1536 -> "1.5 KB"."""
+    if n < 1024:
+        return f"{n} B"
+    if n < 1024**2:
+        return f"{n / 1024:.1f} KB"
+    return f"{n / 1024**2:.1f} MB"

@@ -5,7 +5,7 @@ Layout (all relative, so the directory can be copied or committed and built anyw
     APPDIR/vendor/manifests/<component>/     catalog parts in use, copied byte for byte
     APPDIR/vendor/overlays/<overlay>/
     APPDIR/vendor/platforms/<platform>/<component>/
-    APPDIR/vendor/repos/<repo>/              local repositories of user applications
+    APPDIR/vendor/repos/<repo>/              of user applications' repos, the files their kustomizations use
     APPDIR/kustomize/<app>/kustomization.yaml  (+ params.yaml)
     APPDIR/rendered/<app>.yaml
 
@@ -35,10 +35,12 @@ MIRROR_PARAM = "imageMirrorRegistry"
 
 @dataclass(frozen=True)
 class VendorCopy:
-    """Copy ``source`` (a directory) to APPDIR/``dest``."""
+    """Copy ``source`` (a directory) to APPDIR/``dest``: all of it, or with ``start`` only the files the
+    kustomization at ``source/start`` needs (kfctl.repos.closure)."""
 
     source: Path
     dest: PurePosixPath
+    start: PurePosixPath | None = None
 
 
 @dataclass
@@ -79,8 +81,8 @@ def plan_application(
     else:
         source = sources[app.repo.name]
         dest = PurePosixPath("vendor/repos", app.repo.name)
-        layout.vendor.append(VendorCopy(source, dest))
         inner = PurePosixPath(app.path.strip("/")) if app.path.strip("/") else PurePosixPath()
+        layout.vendor.append(VendorCopy(source, dest, start=inner))
         resources.append(f"{up}{dest / inner}" if str(inner) != "." else f"{up}{dest}")
     for overlay_name in app.overlays:
         if overlay_name == MIRROR_OVERLAY:
