@@ -1,5 +1,6 @@
 # The two front-door commands (see README.md):
-#   make demo   set everything up, start a local cluster, install the platform with kfctl, show its health
+#   make demo   set everything up, start a local cluster, install the platform with kfctl, show its health,
+#               run the seed TFJob on the real training operator to Succeeded
 #   make test   set up, then ruff, mypy --strict and pytest (unit, component and end-to-end tests)
 # Everything is installed by the project itself: a virtualenv with kfctl and its dev tools, kustomize if the
 # machine has neither `kustomize` nor `kubectl kustomize`, the local control plane's binaries and the Kubeflow
@@ -33,6 +34,8 @@ demo: setup
 	$(BIN)/kfctl generate $(DEMO)
 	$(BIN)/kfctl apply $(DEMO) --kubeconfig "$$(e2e/cluster kubeconfig)" || [ $$? -eq 10 ]  # 10: nothing to change
 	$(BIN)/kfctl status $(DEMO) --kubeconfig "$$(e2e/cluster kubeconfig)"
+	$(BIN)/python e2e/demo-tfjob "$$(e2e/cluster kubeconfig)"
+	e2e/cluster status
 	@echo "The demo cluster keeps running; stop it with: make demo-down"
 
 demo-down:

@@ -1,9 +1,9 @@
 """Fixtures for kfctl's end-to-end tests: a real Kubernetes API server (see e2e/README.md).
 
 `kubeconfig` is $KUBECONFIG when set, else a cluster that e2e/cluster starts for the session in a
-temporary state directory and stops at its end. `webhook_kubeconfig` is a second, local cluster with
-admission webhooks enabled, started only when a test asks for it. When no cluster can be had the tests
-fail (they never skip) and say what to install.
+temporary state directory and stops at its end; its API server calls admission webhooks (`loopback_webhooks`
+is for tests that serve one on 127.0.0.1). When no cluster can be had the tests fail (they never skip)
+and say what to install.
 """
 
 from __future__ import annotations
@@ -36,12 +36,8 @@ INSTALL_HINT = (
 UP_TIMEOUT = float(os.environ.get("KFCTL_E2E_UP_TIMEOUT", "3600"))  # includes a cold build of the binaries
 
 
-def _start(state_dir: Path, *, webhooks: bool, backend: str | None = None) -> Cluster:
+def _start(state_dir: Path) -> Cluster:
     args = ["up", "--state-dir", str(state_dir)]
-    if webhooks:
-        args.append("--webhooks")
-    if backend:
-        args.append(f"--{backend}")
     try:
         result = run_cluster(*args, timeout=UP_TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -52,9 +48,7 @@ def _start(state_dir: Path, *, webhooks: bool, backend: str | None = None) -> Cl
             f"could not start a cluster (e2e/cluster {' '.join(args)}):\n{result.stderr.strip()}\n\n{INSTALL_HINT}",
             pytrace=False,
         )
-    return Cluster(
-        kubeconfig=result.stdout.strip().splitlines()[-1], state_dir=state_dir, webhooks=webhooks, managed=True
-    )
+    return Cluster(kubeconfig=result.stdout.strip().splitlines()[-1], state_dir=state_dir, managed=True)
 
 
 def _stop(cluster: Cluster) -> None:
@@ -75,9 +69,9 @@ def _stop(cluster: Cluster) -> None:
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     if os.environ.get("KUBECONFIG"):
-        yield Cluster.from_kubeconfig(os.environ["KUBECONFIG"], webhooks=False)
+        yield Cluster.from_kubeconfig(os.environ["KUBECONFIG"])
         return
-    started = _start(tmp_path_factory.mktemp("cluster"), webhooks=False)
+    started = _start(tmp_path_factory.mktemp("cluster"))
     try:
         yield started
     finally:
@@ -91,23 +85,21 @@ def kubeconfig(cluster: Cluster) -> str:
 
 
 @pytest.fixture(scope="session")
-def webhook_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """A second local cluster with the admission-webhook plugins enabled, for tests that serve webhooks on
-    https://127.0.0.1:<port> themselves. $KFCTL_E2E_WEBHOOK_KUBECONFIG names an existing one instead."""
-    if os.environ.get("KFCTL_E2E_WEBHOOK_KUBECONFIG"):
-        yield Cluster.from_kubeconfig(os.environ["KFCTL_E2E_WEBHOOK_KUBECONFIG"], webhooks=True)
-        return
-    # Always local: a kind API server runs in a container and could not reach the test's 127.0.0.1.
-    started = _start(tmp_path_factory.mktemp("webhook-cluster"), webhooks=True, backend="local")
-    try:
-        yield started
-    finally:
-        _stop(started)
+def loopback_webhooks(cluster: Cluster) -> None:
+    """The cluster's API server calls admission webhooks that a test serves at https://127.0.0.1:<port>: e2e/cluster's
+    local control plane does where the process runtime runs (`up` as root; webhooks are on there). Fails on one
+    without webhooks; skips on kind or a cluster of $KUBECONFIG's, whose API server has another 127.0.0.1."""
+    import localcluster
 
-
-@pytest.fixture(scope="session")
-def webhook_kubeconfig(webhook_cluster: Cluster) -> str:
-    return webhook_cluster.kubeconfig
+    state = localcluster.State.load(cluster.state_dir) if cluster.state_dir else None
+    if state is None or state.backend != "local":
+        pytest.skip("the API server is not e2e/cluster's local one: it cannot reach this machine's 127.0.0.1")
+    if not state.webhooks:
+        pytest.fail(
+            f"the cluster in {cluster.state_dir} does not call admission webhooks: e2e/cluster up turns them on only "
+            "as root, where the process runtime serves the API server's egress proxy (see e2e/README.md)",
+            pytrace=False,
+        )
 
 
 @pytest.fixture(scope="session")

@@ -26,7 +26,6 @@ class Cluster:
     # Where e2e/cluster keeps this cluster's state: set when e2e/cluster made it (even one named by
     # $KUBECONFIG), None for any other cluster, whose processes are not ours to inspect.
     state_dir: Path | None
-    webhooks: bool
     managed: bool = False  # started by this test session, which stops it at its end
 
     @property
@@ -34,7 +33,7 @@ class Cluster:
         return self.state_dir is not None
 
     @classmethod
-    def from_kubeconfig(cls, kubeconfig: str, *, webhooks: bool) -> Cluster:
+    def from_kubeconfig(cls, kubeconfig: str) -> Cluster:
         """A cluster named by the environment; recognised as e2e/cluster's by the state file beside it."""
         path = Path(kubeconfig.split(os.pathsep)[0]).resolve()
         state_file = path.parent / "state.json"
@@ -43,7 +42,7 @@ class Cluster:
             with contextlib.suppress(ValueError, OSError):
                 if Path(json.loads(state_file.read_text()).get("kubeconfig", "")).resolve() == path:
                     state_dir = path.parent
-        return cls(kubeconfig=kubeconfig, state_dir=state_dir, webhooks=webhooks)
+        return cls(kubeconfig=kubeconfig, state_dir=state_dir)
 
 
 def run_cluster(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

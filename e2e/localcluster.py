@@ -1,12 +1,13 @@
 """The engine of e2e/cluster: a real local Kubernetes control plane for kfctl's end-to-end tests, without Docker.
 
-    e2e/cluster up [--webhooks] [--kind | --local] [--state-dir DIR]
+    e2e/cluster up [--kind | --local] [--state-dir DIR]
     e2e/cluster down | status | kubeconfig [--state-dir DIR]
     e2e/cluster logs NAMESPACE/POD [-c CONTAINER]
 
 `up` runs etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok (fake nodes and kubelets),
 the stand-in controller (e2e/standin.py) and the process runtime (e2e/runtime.py, which runs the real
-operators for their pods) on 127.0.0.1, each with a log file and a recorded pid, creates
+operators for their pods, and serves the API server's egress proxy, e2e/egress.py, through which the API
+server calls admission webhooks) on 127.0.0.1, each with a log file and a recorded pid, creates
 three fake nodes (two CPU, one GPU) and the default StorageClass `standard`, and prints the kubeconfig's
 path. `down` stops exactly the recorded pids and removes the state directory. Where `docker info` works
 and `kind` is installed (or with --kind) it creates a kind cluster instead.
@@ -58,7 +59,9 @@ def _use_repo_venv() -> None:
 _use_repo_venv()
 
 sys.path.insert(0, str(HERE))
+import egress  # noqa: E402
 import kube_rest  # noqa: E402
+import kwokstages  # noqa: E402
 import pki  # noqa: E402
 
 VERSIONS_FILE = HERE / "versions.env"
@@ -337,8 +340,12 @@ def write_kubeconfig(path: Path, *, name: str, server: str, pki_dir: Path) -> No
 # --- the local control plane ----------------------------------------------------------------------
 
 
-def up_local(state_dir: Path, *, webhooks: bool) -> State:
+def up_local(state_dir: Path) -> State:
     bin_dir = binaries()
+    # Admission webhooks are on where the process runtime runs (as root): the API server reaches webhook Services
+    # through its egress proxy (e2e/egress.py), which leads a cluster IP to the process the runtime runs for the
+    # Service's pod. Without it nothing could answer a webhook, and nothing may dial a cluster IP: plugins off.
+    webhooks = os.geteuid() == 0
     versions = read_versions()
     state_dir.mkdir(parents=True, exist_ok=True)
     state = State(
@@ -352,10 +359,14 @@ def up_local(state_dir: Path, *, webhooks: bool) -> State:
     state.ports = {
         name: free_port() for name in ("etcd", "etcd-peer", "apiserver", "controller-manager", "scheduler", "kwok")
     }
+    if webhooks:
+        state.ports["egress"] = free_port()
     state.save()
     p = state.ports
     pki_dir = state_dir / "pki"
     write_pki(pki_dir)
+    if webhooks:
+        egress.write_tls(pki_dir)
     kubeconfig = state_dir / "kubeconfig"
     write_kubeconfig(
         kubeconfig, name=f"kfctl-e2e-{state_dir.name}", server=f"https://{LOOPBACK}:{p['apiserver']}", pki_dir=pki_dir
@@ -381,7 +392,12 @@ def up_local(state_dir: Path, *, webhooks: bool) -> State:
     )
     wait_for("etcd /health", lambda: http_ok(f"{etcd_url}/health"), timeout=30, procs=[etcd])
 
-    admission = [] if webhooks else ["--disable-admission-plugins=MutatingAdmissionWebhook,ValidatingAdmissionWebhook"]
+    if webhooks:
+        egress_config = state_dir / "egress-selector.yaml"
+        egress_config.write_text(egress.selector_config(port=p["egress"], pki_dir=pki_dir))
+        admission = [f"--egress-selector-config-file={egress_config}"]
+    else:
+        admission = ["--disable-admission-plugins=MutatingAdmissionWebhook,ValidatingAdmissionWebhook"]
     apiserver = spawn(
         state,
         "kube-apiserver",
@@ -464,11 +480,13 @@ def up_local(state_dir: Path, *, webhooks: bool) -> State:
             procs=[apiserver, proc],
         )
 
-    # An explicit, empty configuration: a ~/.kwok/kwok.yaml (kwok's default) must not change the cluster.
-    # Without Stage objects in it, kwok runs its built-in stages (nodes Ready, pods Running, Job pods
-    # Succeeded, deleted pods gone).
+    # Our pod stages (e2e/kwok-pod-stages.yaml; nodes keep kwok's built-in stages): pods the process runtime
+    # will run go Running but not Ready, the runtime writes their readiness; Job and training-job pods finish.
+    # kwok also loads ~/.kwok/kwok.yaml whenever it exists, whatever --config says (config.loadConfig), so its
+    # HOME is the state dir: nothing of the user's can add stages or options.
+    runtime_bin_dir = operators_dir() if os.geteuid() == 0 else None
     kwok_config = state_dir / "kwok.yaml"
-    kwok_config.write_text("apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions: {}\n")
+    kwok_config.write_text(kwokstages.kwok_config(kwokstages.runnable_repositories(runtime_bin_dir)))
     kwok = spawn(
         state,
         "kwok",
@@ -483,6 +501,7 @@ def up_local(state_dir: Path, *, webhooks: bool) -> State:
             "--node-lease-duration-seconds=40",
             f"--server-address={LOOPBACK}:{p['kwok']}",
         ],
+        env={**os.environ, "HOME": str(state_dir)},
     )
     api = kube_rest.Client(kubeconfig)
     create_nodes(api, kubelet_version=versions["KUBERNETES_VERSION"], kubelet_port=p["kwok"])
@@ -525,7 +544,10 @@ def start_runtime(state: State, kubeconfig: Path) -> Proc | None:
         return None
     bin_dir = operators_dir()
     if not bin_dir.is_dir():
-        log(f"no operator binaries in {bin_dir}: run `e2e/build-binaries --operators`; pods stay simulated")
+        log(
+            f"no operator binaries in {bin_dir}: run `e2e/build-binaries --operators`; pods stay simulated and "
+            "the operators' admission webhooks are refused"
+        )
     return spawn(
         state,
         "runtime",
@@ -535,6 +557,9 @@ def start_runtime(state: State, kubeconfig: Path) -> Proc | None:
             f"--kubeconfig={kubeconfig}",
             f"--bin-dir={bin_dir}",
             f"--state-dir={runtime_dir(Path(state.state_dir))}",
+            # The API server's egress proxy (e2e/egress.py): the runtime knows the pids it leads to.
+            f"--egress-port={state.ports['egress']}",
+            f"--egress-pki={Path(state.state_dir) / 'pki'}",
         ],
     )
 
@@ -692,7 +717,7 @@ def docker_works() -> bool:
         return False
 
 
-def up_kind(state_dir: Path, *, webhooks: bool) -> State:
+def up_kind(state_dir: Path) -> State:
     if shutil.which("kind") is None or not docker_works():
         raise ClusterError("--kind needs `kind` on PATH and a working Docker (`docker info` must succeed)")
     state_dir.mkdir(parents=True, exist_ok=True)
@@ -788,19 +813,12 @@ def cmd_up(args: argparse.Namespace) -> int:
     existing = State.load(state_dir)
     if existing is not None:
         running, dead = live_status(existing)
-        if existing.backend == "kind" or (running and not dead):
-            if existing.webhooks != args.webhooks and existing.backend == "local":
-                raise ClusterError(
-                    f"a cluster is already up in {state_dir} with admission webhooks "
-                    f"{'enabled' if existing.webhooks else 'disabled'}; run `e2e/cluster down "
-                    f"--state-dir {state_dir}` first or use another --state-dir"
-                )
-            if api_ready(existing):
-                log(f"already up ({existing.backend}) in {state_dir}")
-                if existing.versions and existing.versions != read_versions():
-                    log("note: it runs other versions than e2e/versions.env says; `down` and `up` to change")
-                print(existing.kubeconfig)
-                return 0
+        if (existing.backend == "kind" or (running and not dead)) and api_ready(existing):
+            log(f"already up ({existing.backend}) in {state_dir}")
+            if existing.versions and existing.versions != read_versions():
+                log("note: it runs other versions than e2e/versions.env says; `down` and `up` to change")
+            print(existing.kubeconfig)
+            return 0
         if running:
             names = ", ".join(f"{p.name} (pid {p.pid})" for p in running)
             gone = ", ".join(p.name for p in dead) or "none"
@@ -816,11 +834,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     backend = choose_backend(args)
     started = time.monotonic()
     try:
-        state = (
-            up_kind(state_dir, webhooks=args.webhooks)
-            if backend == "kind"
-            else up_local(state_dir, webhooks=args.webhooks)
-        )
+        state = up_kind(state_dir) if backend == "kind" else up_local(state_dir)
     except BaseException:
         failed = State.load(state_dir)
         if failed is not None and failed.procs:
@@ -828,7 +842,8 @@ def cmd_up(args: argparse.Namespace) -> int:
             stop_procs(failed.procs)
             log(f"up failed; logs are in {state_dir / 'logs'}")
         raise
-    log(f"up ({backend}{', webhooks enabled' if args.webhooks else ''}) in {time.monotonic() - started:.1f} s")
+    webhooks = "admission webhooks on" if state.webhooks else "admission webhooks OFF (not root: no process runtime)"
+    log(f"up ({backend}, {webhooks}) in {time.monotonic() - started:.1f} s")
     print(state.kubeconfig)
     return 0
 
@@ -875,6 +890,9 @@ def cmd_status(args: argparse.Namespace) -> int:
                     "ports": state.ports,
                     "api_ready": ready,
                     "processes": [{"name": p.name, "pid": p.pid, "alive": alive(p), "log": p.log} for p in state.procs],
+                    "runtime_processes": [
+                        {"container": ref, "pid": pid} for ref, pid in runtime_processes(Path(state.state_dir))
+                    ],
                 },
                 indent=2,
             )
@@ -898,7 +916,26 @@ def cmd_status(args: argparse.Namespace) -> int:
         )
         for p in state.procs:
             print(f"  {p.name:<24} pid {p.pid:<8} {'running' if alive(p) else 'EXITED':<8} {p.log}")
+        real = runtime_processes(Path(state.state_dir))
+        print(f"pods running real binaries (e2e/runtime.py): {len(real) or 'none'}")
+        for ref, pid in real:
+            print(f"  {ref:<70} pid {pid}")
     return 0 if up else 2 if running else 1
+
+
+def runtime_processes(state_dir: Path) -> list[tuple[str, int]]:
+    """(<ns>/<pod> <container>, pid) of every container process the runtime runs now, from its logs' last
+    `--- runtime: start` line (the pid a restart got)."""
+    found = []
+    for log_path in sorted(runtime_dir(state_dir).glob("*.log")):
+        text = log_path.read_text(errors="replace")
+        if "--- runtime: start #" not in text:
+            continue
+        pid = int(text.rsplit("--- runtime: start #", 1)[1].split("(pid ", 1)[1].split(")", 1)[0])
+        if Path(f"/proc/{pid}").exists():
+            ns, pod, container = log_path.stem.split("_", 2)
+            found.append((f"{ns}/{pod} {container}", pid))
+    return found
 
 
 def cmd_check_loopback(args: argparse.Namespace) -> int:
@@ -957,11 +994,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", help="start a cluster (idempotent) and print its kubeconfig path")
-    up.add_argument(
-        "--webhooks",
-        action="store_true",
-        help="enable the MutatingAdmissionWebhook and ValidatingAdmissionWebhook plugins",
-    )
     choice = up.add_mutually_exclusive_group()
     choice.add_argument("--kind", action="store_true", help="create a kind cluster (needs Docker)")
     choice.add_argument("--local", action="store_true", help="run the local control plane even where kind works")

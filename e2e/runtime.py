@@ -24,10 +24,17 @@ the container:
 Each process logs to <state>/<ns>_<pod>_<container>.log, is restarted with a doubling backoff when it exits
 and stopped (SIGTERM, SIGKILL after the pod's grace period) when its pod goes away or stops Running.
 
-What it does not do: init containers, probes, container status in the pod (kwok owns the pod status),
-resource limits, runAsUser (processes run as root), readOnlyRootFilesystem, Service environment variables
-other than the API server's, one network namespace shared by a pod's containers (each gets its own), and
-any way in: nothing outside can reach a pod's ports (its webhook server is unreachable; webhooks are off).
+The pod's readiness is the processes' (podstatus.py, through pods/status): kwok leaves these pods Running but
+not Ready (e2e/kwok-pod-stages.yaml), and the runtime writes each container's state (running, or waiting
+after an exit, with lastState, exit code and restartCount) and Ready once every process passes its
+readinessProbe (httpGet and tcpSocket inside the process's network namespace; exec probes are not run and
+count as passing; no probe: ready once it runs).
+
+What it does not do: init containers, liveness and startup probes (a process is restarted only when it
+exits), resource limits, runAsUser (processes run as root), readOnlyRootFilesystem, Service environment variables
+other than the API server's, one network namespace shared by a pod's containers (each gets its own). The way
+in is the API server's egress proxy (e2e/egress.py, `--egress-port`), which this process serves since it knows the
+pids: a webhook Service's cluster IP leads to 127.0.0.1:<targetPort> in the namespace of the pod's process.
 """
 
 from __future__ import annotations
@@ -48,9 +55,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import egress
 import kube_rest
 from kube_rest import JSON, ApiError
 from netns import Relay
+from podstatus import PodStatusWriter, Termination
 
 # Image repository (without tag or digest) → the binary e2e/build-binaries --operators builds for it.
 RUNNABLE_IMAGES: dict[str, str] = {
@@ -178,9 +187,11 @@ class Process:
     proc: subprocess.Popen[bytes] | None = None
     relay: Relay | None = None
     started: float = 0.0
+    started_at: float = 0.0  # wall clock, for the pod's status
     restart_at: float = 0.0
     backoff: float = BACKOFF_FIRST_SECONDS
     restarts: int = 0
+    last_exit: Termination | None = None
 
 
 @dataclass
@@ -197,6 +208,7 @@ class Runtime:
         self.bin_dir = bin_dir
         self.state_dir = state_dir
         self.pods: dict[str, PodState] = {}  # "<ns>/<name>" → state
+        self.status = PodStatusWriter(api)  # the pods' readiness and container states (podstatus.py)
 
     # --- the loop ------------------------------------------------------------------------------------
 
@@ -236,6 +248,7 @@ class Runtime:
         mounts_ready = self.write_volumes(pod, state)
         if not mounts_ready:
             return  # a required Secret/ConfigMap is missing: the kubelet waits too
+        processes: dict[str, Process] = {}  # container → its process; the others are simulated
         for container in pod["spec"]["containers"]:
             binary = binary_for(container["image"], self.bin_dir)
             if binary is None:
@@ -248,6 +261,8 @@ class Runtime:
                     continue
                 state.processes[key] = process
             self.supervise(process)
+            processes[container["name"]] = process
+        self.status.sync(pod, processes)
 
     def supervise(self, p: Process) -> None:
         now = time.monotonic()
@@ -261,6 +276,7 @@ class Runtime:
             )
             p.backoff = min(p.backoff * 2, BACKOFF_MAX_SECONDS)
             p.restarts += 1
+            p.last_exit = Termination.of(p.proc.returncode, started_at=p.started_at, finished_at=time.time())
             p.proc = None
         if p.proc is None and now >= p.restart_at:
             if p.relay:
@@ -275,7 +291,7 @@ class Runtime:
             # Written after the start (the pid), so the line may follow the process's first output.
             with open(p.log_path, "ab") as out:
                 out.write(f"--- runtime: start #{p.restarts} (pid {p.proc.pid}): {shlex.join(p.argv)}\n".encode())
-            p.started = now
+            p.started, p.started_at = now, time.time()
             try:
                 p.relay = self.open_relay(p)
             except OSError as e:
@@ -298,6 +314,7 @@ class Runtime:
 
     def stop_pod(self, ref: str) -> None:
         state = self.pods.pop(ref)
+        self.status.forget(state.uid)
         for p in state.processes.values():
             stop_process(p)
         log.info("pod %s: gone, its processes stopped", ref)
@@ -315,6 +332,7 @@ class Runtime:
                     p.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
             stop_process(p, grace=0.0)  # kills what is left, closes the relay
         self.pods.clear()
+        self.status.close()
 
     # --- one container -------------------------------------------------------------------------------
 
@@ -586,6 +604,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kubeconfig", required=True)
     parser.add_argument("--bin-dir", required=True, type=Path, help="where the operators' binaries are")
     parser.add_argument("--state-dir", required=True, type=Path, help="volumes and logs go here")
+    parser.add_argument("--egress-port", type=int, help="serve kube-apiserver's egress proxy here (e2e/egress.py)")
+    parser.add_argument("--egress-pki", type=Path, help="the cluster's pki dir: the proxy's TLS (with --egress-port)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     if os.geteuid() != 0:
@@ -602,6 +622,11 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    proxy = (
+        egress.start(args.egress_port, pki_dir=args.egress_pki, kubeconfig=args.kubeconfig, runtime=runtime)
+        if args.egress_port
+        else None
+    )
     log.info("runtime: running binaries from %s for pods on kwok nodes", args.bin_dir)
     try:
         while not stopping:
@@ -611,6 +636,8 @@ def main(argv: list[str] | None = None) -> int:
                 log.warning("reconcile: %s", e)
             time.sleep(POLL_SECONDS)
     finally:
+        if proxy is not None:
+            proxy.close()
         runtime.stop_all()
         with contextlib.suppress(Exception):
             api.close()

@@ -10,10 +10,10 @@ API server, what these controllers would do in a real cluster:
 - cert-manager's cainjector: `caBundle` is injected into Mutating/ValidatingWebhookConfigurations and
   CRD conversion webhooks annotated `cert-manager.io/inject-ca-from: <ns>/<certificate>` (or
   `cert-manager.io/inject-ca-from-secret: <ns>/<secret>`).
-- operators that rotate their own webhook certificates (table SELF_MANAGED_WEBHOOK_CERTS): an empty
-  `caBundle` is filled, and the certificate is written into the operator's Secret if that Secret exists.
 - webhook servers that keep their own serving CA in a Secret (table DYNAMIC_SERVING_CAS; cert-manager's
-  webhook): while the server's Deployment exists, the Secret exists and holds a CA.
+  webhook): while the server's Deployment exists, the Secret exists and holds a CA; and the server itself: an
+  allow-all admission webhook with a certificate of that CA (e2e/standin_webhook.py), whose address the Lease
+  carries (WEBHOOK_ADDRESSES) for the egress proxy (e2e/egress.py).
 - a volume provisioner for the StorageClasses in PROVISIONED_STORAGE_CLASSES: each pending claim gets a
   PersistentVolume bound to it, deleted again once the claim is gone; a pod the scheduler still holds back for
   its claims after they are all bound gets a wake-up (WAKE_AFTER_SECONDS).
@@ -28,13 +28,14 @@ import argparse
 import base64
 import contextlib
 import datetime as dt
+import json
 import logging
 import os
 import signal
 import socket
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,36 +43,28 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import kube_rest
 import pki
+import standin_webhook
 from kube_rest import JSON, ApiError
 
 # --- what the stand-in acts on ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SelfManagedWebhookCert:
-    """An operator that makes its own webhook certificate and patches its own caBundle at runtime."""
-
-    configuration: str  # "validating" or "mutating"
-    name: str  # the webhook configuration's name
-    secret_namespace: str
-    secret_name: str  # written only if it exists: the operator's manifests create it empty
-
-
-SELF_MANAGED_WEBHOOK_CERTS: tuple[SelfManagedWebhookCert, ...] = (
-    SelfManagedWebhookCert(
-        "validating", "validator.training-operator.kubeflow.org", "kubeflow", "training-operator-webhook-cert"
-    ),
-)
+# Operators that rotate their own webhook certificates (the training operator) are not played: the process
+# runtime (e2e/runtime.py) runs the real operator, whose rotator writes its Secret and caBundle.
 
 
 @dataclass(frozen=True)
 class DynamicServingCA:
     """A webhook server that creates its own CA Secret at start (cert-manager's --dynamic-serving-ca-secret-name),
-    which cainjector then injects through `cert-manager.io/inject-ca-from-secret`."""
+    which cainjector then injects through `cert-manager.io/inject-ca-from-secret`. The stand-in also plays the
+    server behind `service` (e2e/standin_webhook.py)."""
 
     namespace: str
     deployment: str  # the Secret is made only while this Deployment exists, as only a running server makes it
     secret_name: str
+    service: str = ""  # the webhook's Service, when it is not named as the Deployment
+
+    @property
+    def server_name(self) -> str:
+        return f"{self.service or self.deployment}.{self.namespace}.svc"
 
 
 DYNAMIC_SERVING_CAS: tuple[DynamicServingCA, ...] = (
@@ -99,6 +92,8 @@ WAKE_AFTER_SECONDS = 3.0
 WAKE_MAX_INTERVAL_SECONDS = 60.0
 SCHEDULER_WAKEUP = "kfctl-e2e-standin/scheduler-wakeup"
 LEASE_NAMESPACE, LEASE_NAME = "kube-system", "kfctl-e2e-standin"
+# On the Lease: {"<namespace>/<service>": "127.0.0.1:<port>"}, the webhook Services the acting stand-in serves.
+WEBHOOK_ADDRESSES = "kfctl-e2e-standin/webhook-addresses"
 LEASE_SECONDS = 15
 POLL_SECONDS = 1.0
 
@@ -167,8 +162,18 @@ def lease_holder(api: kube_rest.Client) -> str | None:
     return str(spec["holderIdentity"])
 
 
-def hold_lease(api: kube_rest.Client, identity: str) -> bool:
-    """Acquire or renew the lease; False while another live stand-in holds it."""
+def webhook_addresses(api: kube_rest.Client) -> dict[str, str]:
+    """The webhook Services the acting stand-in serves, "<namespace>/<service>" → "127.0.0.1:<port>"."""
+    lease = api.get(f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases/{LEASE_NAME}")
+    annotations = ((lease or {}).get("metadata") or {}).get("annotations") or {}
+    try:
+        return dict(json.loads(annotations.get(WEBHOOK_ADDRESSES) or "{}"))
+    except ValueError:
+        return {}
+
+
+def hold_lease(api: kube_rest.Client, identity: str, *, annotations: dict[str, str] | None = None) -> bool:
+    """Acquire or renew the lease (writing `annotations` on it); False while another live stand-in holds it."""
     path = f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases"
     renew = now().strftime("%Y-%m-%dT%H:%M:%S.000000Z")
     lease = api.get(f"{path}/{LEASE_NAME}")
@@ -180,7 +185,7 @@ def hold_lease(api: kube_rest.Client, identity: str) -> bool:
                 {
                     "apiVersion": "coordination.k8s.io/v1",
                     "kind": "Lease",
-                    "metadata": {"name": LEASE_NAME, "namespace": LEASE_NAMESPACE},
+                    "metadata": {"name": LEASE_NAME, "namespace": LEASE_NAMESPACE, "annotations": annotations or {}},
                     "spec": {**spec, "acquireTime": renew},
                 },
             )
@@ -191,6 +196,8 @@ def hold_lease(api: kube_rest.Client, identity: str) -> bool:
         if holder is None:
             spec["acquireTime"] = renew
         lease["spec"].update(spec)
+        if annotations:
+            lease["metadata"]["annotations"] = {**(lease["metadata"].get("annotations") or {}), **annotations}
         api.replace(f"{path}/{LEASE_NAME}", lease)  # resourceVersion in the body: a racing writer gets 409
         return True
     except ApiError as e:
@@ -207,12 +214,12 @@ class StandIn:
         self,
         api: kube_rest.Client,
         *,
-        self_managed_webhook_certs: tuple[SelfManagedWebhookCert, ...] = SELF_MANAGED_WEBHOOK_CERTS,
         dynamic_serving_cas: tuple[DynamicServingCA, ...] = DYNAMIC_SERVING_CAS,
+        webhook_server: standin_webhook.WebhookServer | None = None,
     ) -> None:
         self.api = api
-        self.self_managed_webhook_certs = self_managed_webhook_certs
         self.dynamic_serving_cas = dynamic_serving_cas
+        self.webhook_server = webhook_server
         # Pods held back for claims that are all bound, by UID: (first seen, next wake-up, wait before it), monotonic.
         self.held_back: dict[str, tuple[float, float, float]] = {}
 
@@ -222,8 +229,8 @@ class StandIn:
             self.issuers,
             self.certificates,
             self.dynamic_serving_ca_secrets,
+            self.webhook_serving_certs,
             self.inject_ca,
-            self.self_managed_certs,
             self.volumes,
         )
         for part in parts:
@@ -481,12 +488,12 @@ class StandIn:
             return None
         return unb64((secret.get("data") or {}).get("ca.crt")) or None
 
-    def patch_webhook_ca(self, base: str, item: JSON, bundle: bytes, what: str, *, only_empty: bool = False) -> None:
+    def patch_webhook_ca(self, base: str, item: JSON, bundle: bytes, what: str) -> None:
         encoded = b64(bundle)
         ops: list[JSON] = []
         for i, webhook in enumerate(item.get("webhooks") or []):
             current = (webhook.get("clientConfig") or {}).get("caBundle")
-            if current == encoded or (only_empty and current):
+            if current == encoded:
                 continue
             # `test` guards each index against the list having changed since we read it.
             ops += [
@@ -497,7 +504,7 @@ class StandIn:
             self.api.json_patch(f"{base}/{item['metadata']['name']}", ops)
             log.info("%s %s: caBundle set on %d webhook(s)", what, item["metadata"]["name"], len(ops) // 2)
 
-    # operators with self-managed webhook certificates -------------------------------------------------
+    # webhook servers with a dynamic serving CA (cert-manager's) -----------------------------------------
 
     def dynamic_serving_ca_secrets(self) -> None:
         for entry in self.dynamic_serving_cas:
@@ -526,39 +533,18 @@ class StandIn:
                 )
                 log.info("secret %s/%s: created the webhook's serving CA", entry.namespace, entry.secret_name)
 
-    def self_managed_certs(self) -> None:
-        for entry in self.self_managed_webhook_certs:
-            base = WEBHOOK_CONFIGURATIONS[entry.configuration]
-            item = self.api.get(f"{base}/{entry.name}")
-            if item is None:
-                continue
-            webhooks = item.get("webhooks") or []
-            if all((w.get("clientConfig") or {}).get("caBundle") for w in webhooks):
-                continue
-            secret_path = f"/api/v1/namespaces/{entry.secret_namespace}/secrets/{entry.secret_name}"
-            secret = self.api.get(secret_path)
+    def webhook_serving_certs(self) -> None:
+        """The played webhook servers serve a certificate of their CA Secret while it exists."""
+        if self.webhook_server is None:
+            return
+        for entry in self.dynamic_serving_cas:
+            secret = self.api.get(f"/api/v1/namespaces/{entry.namespace}/secrets/{entry.secret_name}")
             data = (secret or {}).get("data") or {}
-            ca_pem = unb64(data.get("ca.crt"))
-            if not (ca_pem and data.get("tls.crt") and data.get("tls.key")):
-                ca = pki.make_ca(f"{entry.name}-ca")
-                serving = pki.issue(common_name=entry.name, dns_names=_service_dns_names(webhooks), ca=ca)
-                ca_pem = ca.cert_pem
-                if secret is not None:
-                    # The layout of the operators' cert rotators (ca.crt, ca.key, tls.crt, tls.key).
-                    secret["data"] = {
-                        **data,
-                        "ca.crt": b64(ca.cert_pem),
-                        "ca.key": b64(ca.key_pem),
-                        "tls.crt": b64(serving.cert_pem),
-                        "tls.key": b64(serving.key_pem),
-                    }
-                    self.api.replace(secret_path, secret)
-                    log.info(
-                        "secret %s/%s: wrote the operator's webhook certificate",
-                        entry.secret_namespace,
-                        entry.secret_name,
-                    )
-            self.patch_webhook_ca(base, item, ca_pem, f"{entry.configuration} webhook configuration", only_empty=True)
+            if data.get("tls.crt") and data.get("tls.key"):
+                ca = pki.KeyPair(unb64(data["tls.crt"]), unb64(data["tls.key"]))
+                self.webhook_server.serve_certificate(entry.server_name, ca)
+            else:
+                self.webhook_server.forget(entry.server_name)
 
     # volumes ---------------------------------------------------------------------------------------
 
@@ -708,16 +694,6 @@ def _ref(meta: JSON) -> str:
     return f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else str(meta["name"])
 
 
-def _service_dns_names(webhooks: Iterable[JSON]) -> list[str]:
-    names: list[str] = []
-    for webhook in webhooks:
-        service = (webhook.get("clientConfig") or {}).get("service")
-        if service:
-            base = f"{service['name']}.{service['namespace']}.svc"
-            names += [n for n in (base, f"{base}.cluster.local") if n not in names]
-    return names or ["localhost"]
-
-
 def _duration(value: str | None) -> dt.timedelta | None:
     """cert-manager durations are Go durations such as 2160h0m0s or 8760h."""
     if not value:
@@ -757,14 +733,17 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, stop)
 
     api = kube_rest.Client(args.kubeconfig, timeout=15)
-    controller = StandIn(api)
+    webhook_server = standin_webhook.WebhookServer()
+    webhook_server.start()
+    controller = StandIn(api, webhook_server=webhook_server)
+    served = {f"{e.namespace}/{e.service or e.deployment}": webhook_server.address for e in DYNAMIC_SERVING_CAS}
     identity = f"{socket.gethostname()}-{os.getpid()}"
-    log.info("stand-in %s started against %s", identity, args.kubeconfig)
+    log.info("stand-in %s started against %s; plays %s", identity, args.kubeconfig, served)
     leading = False
     while not stopping:
         started = time.monotonic()
         try:
-            holding = hold_lease(api, identity)
+            holding = hold_lease(api, identity, annotations={WEBHOOK_ADDRESSES: json.dumps(served, sort_keys=True)})
         except Exception as e:  # the API server may be restarting: try again next tick
             log.warning("lease: %s", e)
             holding = False
@@ -787,6 +766,7 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as e:
             log.warning("releasing the lease: %s", e)
     api.close()
+    webhook_server.stop()
     log.info("stand-in %s stopped", identity)
     return 0
 

@@ -39,7 +39,8 @@ def bundle() -> list[dict[str, object]]:
             "spec": {"selector": labels, "ports": [{"port": 443, "targetPort": 9443}]},
         },
         {
-            # Registered on a cluster whose API server does not call webhooks; kfctl still gates on its backend.
+            # kfctl gates the ConfigMap on this webhook's backend, so the API server never calls it (it would fail:
+            # the backend's pod is never scheduled, and the egress proxy has nothing to route to).
             "apiVersion": "admissionregistration.k8s.io/v1",
             "kind": "ValidatingWebhookConfiguration",
             "metadata": {"name": "e2e-picky"},

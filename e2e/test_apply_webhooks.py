@@ -21,6 +21,7 @@ from typing import Any
 
 import pki
 import pytest
+from standin_webhook import answer_review, read_review
 from test_apply_support import kfctl, kubectl, write_local_kfdef
 
 pytestmark = pytest.mark.e2e
@@ -31,18 +32,7 @@ LATE_SECONDS = 10.0
 def handler(*, allow: bool, message: str = "") -> type[BaseHTTPRequestHandler]:
     class Webhook(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
-            review = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
-            response: dict[str, Any] = {"uid": review["request"]["uid"], "allowed": allow}
-            if not allow:
-                response["status"] = {"code": 403, "message": message}
-            body = json.dumps(
-                {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
-            ).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            answer_review(self, read_review(self)["uid"], allowed=allow, message=message)
 
         def log_message(self, format: str, *args: Any) -> None:
             pass
@@ -81,11 +71,15 @@ class Server:
             self.httpd.server_close()
 
     @property
-    def ca_bundle(self) -> str:
-        return base64.b64encode(self.ca.cert_pem).decode()
+    def client_config(self) -> dict[str, str]:
+        return {
+            "url": f"https://127.0.0.1:{self.port}/validate",
+            "caBundle": base64.b64encode(self.ca.cert_pem).decode(),
+        }
 
 
-def webhook_configuration(name: str, *, server: Server, selector: dict[str, str]) -> dict[str, Any]:
+def webhook_configuration(name: str, *, client_config: dict[str, Any], selector: dict[str, str]) -> dict[str, Any]:
+    """A failurePolicy Fail ValidatingWebhookConfiguration for ConfigMaps carrying the `selector` labels."""
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
@@ -106,7 +100,7 @@ def webhook_configuration(name: str, *, server: Server, selector: dict[str, str]
                         "resources": ["configmaps"],
                     }
                 ],
-                "clientConfig": {"url": f"https://127.0.0.1:{server.port}/validate", "caBundle": server.ca_bundle},
+                "clientConfig": client_config,
             }
         ],
     }
@@ -146,22 +140,22 @@ def register_and_wait_active(kubeconfig: str, config: dict[str, Any], selector: 
 
 
 @pytest.fixture
-def scene(tmp_path: Path, webhook_kubeconfig: str) -> Iterator[tuple[str, str, dict[str, str]]]:
+def scene(kubeconfig: str, loopback_webhooks: None) -> Iterator[tuple[str, str, dict[str, str]]]:
     suffix = uuid.uuid4().hex[:8]
     ns = f"e2e-hooks-{suffix}"
-    kubectl(webhook_kubeconfig, "create", "namespace", ns)
+    kubectl(kubeconfig, "create", "namespace", ns)
     # Not the bare hex suffix as the label value: "112818e2" is a string to PyYAML but a number to kustomize.
     yield suffix, ns, {"e2e.kfctl.dev/webhook": f"s-{suffix}"}
-    kubectl(webhook_kubeconfig, "delete", "namespace", ns, "--wait=false", check=False)
+    kubectl(kubeconfig, "delete", "namespace", ns, "--wait=false", check=False)
 
 
 def test_a_webhook_whose_server_starts_late_is_waited_for(
-    tmp_path: Path, webhook_kubeconfig: str, scene: tuple[str, str, dict[str, str]]
+    tmp_path: Path, kubeconfig: str, scene: tuple[str, str, dict[str, str]]
 ) -> None:
     suffix, ns, selector = scene
     server = Server(tmp_path, allow=True)
-    config = webhook_configuration(f"late-{suffix}.kfctl.test", server=server, selector=selector)
-    register_and_wait_active(webhook_kubeconfig, config, selector, ns)
+    config = webhook_configuration(f"late-{suffix}.kfctl.test", client_config=server.client_config, selector=selector)
+    register_and_wait_active(kubeconfig, config, selector, ns)
     cm = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -175,7 +169,7 @@ def test_a_webhook_whose_server_starts_late_is_waited_for(
     try:
         # --adopt: the test registered the configuration itself (with kubectl) so that it is in force before
         # kfctl starts; without it kfctl rightly refuses to take over an object it did not create.
-        run = kfctl("apply", str(app), "--adopt", "--wait-timeout", "60s", kubeconfig=webhook_kubeconfig, timeout=180)
+        run = kfctl("apply", str(app), "--adopt", "--wait-timeout", "60s", kubeconfig=kubeconfig, timeout=180)
         assert run.code == 0, run.explain()
         retries = [e for e in run.events if e["event"] == "Retrying" and e["subject"] == f"ConfigMap {ns}/guarded"]
         assert retries and "failed calling webhook" in retries[0]["message"], run.explain()
@@ -185,18 +179,18 @@ def test_a_webhook_whose_server_starts_late_is_waited_for(
     finally:
         timer.cancel()
         server.stop()
-        kubectl(webhook_kubeconfig, "delete", "validatingwebhookconfiguration", config["metadata"]["name"], check=False)
+        kubectl(kubeconfig, "delete", "validatingwebhookconfiguration", config["metadata"]["name"], check=False)
 
 
 def test_a_denying_webhook_fails_fast_and_is_quoted(
-    tmp_path: Path, webhook_kubeconfig: str, scene: tuple[str, str, dict[str, str]]
+    tmp_path: Path, kubeconfig: str, scene: tuple[str, str, dict[str, str]]
 ) -> None:
     suffix, ns, selector = scene
     server = Server(tmp_path, allow=False, message="e2e: this ConfigMap is not welcome")
     server.start()
     name = f"deny-{suffix}.kfctl.test"
-    config = webhook_configuration(name, server=server, selector=selector)
-    register_and_wait_active(webhook_kubeconfig, config, selector, ns)
+    config = webhook_configuration(name, client_config=server.client_config, selector=selector)
+    register_and_wait_active(kubeconfig, config, selector, ns)
     cm = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -208,7 +202,7 @@ def test_a_denying_webhook_fails_fast_and_is_quoted(
     try:
         # --adopt: the test registered the configuration itself (with kubectl) so that it is in force before
         # kfctl starts; without it kfctl rightly refuses to take over an object it did not create.
-        run = kfctl("apply", str(app), "--adopt", "--wait-timeout", "60s", kubeconfig=webhook_kubeconfig, timeout=180)
+        run = kfctl("apply", str(app), "--adopt", "--wait-timeout", "60s", kubeconfig=kubeconfig, timeout=180)
         assert run.code == 7, run.explain()
         assert run.seconds < 20, run.explain()
         quoted = f'admission webhook "configmaps.{name}" denied the request: e2e: this ConfigMap is not welcome'
@@ -217,4 +211,4 @@ def test_a_denying_webhook_fails_fast_and_is_quoted(
         print(f"\nFIGURES denial: exit 7 after {run.seconds:.1f}s: {run.error['details'][0]}")
     finally:
         server.stop()
-        kubectl(webhook_kubeconfig, "delete", "validatingwebhookconfiguration", name, check=False)
+        kubectl(kubeconfig, "delete", "validatingwebhookconfiguration", name, check=False)

@@ -575,63 +575,6 @@ def test_ca_is_injected_into_a_crd_conversion_webhook(k8s: Any, namespace: str, 
         ext.delete_custom_resource_definition(crd_name)
 
 
-def test_empty_ca_bundle_of_a_self_managed_operator_is_filled(k8s: Any, running_standin: None) -> None:
-    admission = client.AdmissionregistrationV1Api(k8s)
-    entry = standin.SELF_MANAGED_WEBHOOK_CERTS[0]
-    assert entry.configuration == "validating"
-    if any(w.metadata.name == entry.name for w in admission.list_validating_webhook_configuration().items):
-        # The training-operator is installed (an earlier test applied it): its configuration must have been
-        # filled the same way; leave it as it is.
-        poll(
-            lambda: all(
-                w.client_config.ca_bundle for w in admission.read_validating_webhook_configuration(entry.name).webhooks
-            ),
-            timeout=30,
-            what=f"the caBundle of the installed {entry.name} to be filled",
-        )
-        return
-    admission.create_validating_webhook_configuration(
-        {
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "ValidatingWebhookConfiguration",
-            "metadata": {"name": entry.name},
-            "webhooks": [
-                {
-                    "name": "validator.tfjob.training-operator.kubeflow.org",
-                    "admissionReviewVersions": ["v1"],
-                    "sideEffects": "None",
-                    "failurePolicy": "Ignore",
-                    "rules": [
-                        {
-                            "apiGroups": ["e2e.kfctl.test"],
-                            "apiVersions": ["v1"],
-                            "operations": ["CREATE"],
-                            "resources": ["nothings"],
-                        }
-                    ],
-                    "clientConfig": {
-                        "service": {
-                            "name": "training-operator",
-                            "namespace": "kubeflow",
-                            "path": "/validate-kubeflow-org-v1-tfjob",
-                            "port": 443,
-                        }
-                    },
-                }
-            ],
-        }
-    )
-    try:
-        bundle = poll(
-            lambda: admission.read_validating_webhook_configuration(entry.name).webhooks[0].client_config.ca_bundle,
-            timeout=30,
-            what="the empty caBundle to be filled",
-        )
-        assert pki.first_cert(base64.b64decode(bundle)) is not None
-    finally:
-        admission.delete_validating_webhook_configuration(entry.name)
-
-
 # --- last: nothing our processes did left the loopback interface -----------------------------------------
 
 
@@ -652,7 +595,7 @@ def test_dynamic_serving_ca_secret_appears_while_its_deployment_exists(kubeconfi
 
     api = kube_rest.Client(kubeconfig)
     entry = standin.DynamicServingCA(namespace, "webhook", "webhook-ca")
-    controller = standin.StandIn(api, self_managed_webhook_certs=(), dynamic_serving_cas=(entry,))
+    controller = standin.StandIn(api, dynamic_serving_cas=(entry,))
     secret_path = f"/api/v1/namespaces/{namespace}/secrets/webhook-ca"
     try:
         controller.dynamic_serving_ca_secrets()

@@ -1,15 +1,14 @@
-"""Real admission-webhook calls on the webhooks-enabled cluster: a webhook that nobody serves yet makes
-creation fail (failurePolicy Fail), and succeeds once the test serves it on https://127.0.0.1:<port>."""
+"""Real admission-webhook calls: a webhook that nobody serves yet makes creation fail (failurePolicy Fail), and
+creation succeeds once the test serves it on https://127.0.0.1:<port> (a `url` webhook: the API server dials it
+directly, as `controlplane` egress; Service webhooks go through the egress proxy, see test_egress.py)."""
 
 from __future__ import annotations
 
 import base64
-import json
 import socket
 import ssl
 import threading
 import uuid
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -17,8 +16,9 @@ from typing import Any
 import localcluster
 import pki
 import pytest
-from harness import Cluster, api_client, poll
+from harness import Cluster, poll
 from kubernetes import client
+from standin_webhook import answer_review, read_review
 
 pytestmark = pytest.mark.e2e
 
@@ -29,20 +29,9 @@ class AllowingWebhook(BaseHTTPRequestHandler):
     seen: list[dict[str, Any]]
 
     def do_POST(self) -> None:
-        review = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
-        type(self).seen.append(review["request"])
-        body = json.dumps(
-            {
-                "apiVersion": "admission.k8s.io/v1",
-                "kind": "AdmissionReview",
-                "response": {"uid": review["request"]["uid"], "allowed": True},
-            }
-        ).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        request = read_review(self)
+        type(self).seen.append(request)
+        answer_review(self, request["uid"], allowed=True)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -54,15 +43,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
-def webhook_api(webhook_kubeconfig: str) -> Iterator[Any]:
-    api = api_client(webhook_kubeconfig)
-    yield api
-    api.close()
-
-
-def test_webhook_fails_until_served_then_allows(webhook_api: Any, webhook_cluster: Cluster, tmp_path: Path) -> None:
-    core, admission = client.CoreV1Api(webhook_api), client.AdmissionregistrationV1Api(webhook_api)
+def test_webhook_fails_until_served_then_allows(
+    k8s: Any, cluster: Cluster, loopback_webhooks: None, tmp_path: Path
+) -> None:
+    core, admission = client.CoreV1Api(k8s), client.AdmissionregistrationV1Api(k8s)
     ca = pki.make_ca("e2e-webhook-test-ca")
     serving = pki.issue(common_name="127.0.0.1", ip_addresses=["127.0.0.1"], dns_names=["localhost"], ca=ca)
     port = free_port()
@@ -134,7 +118,7 @@ def test_webhook_fails_until_served_then_allows(webhook_api: Any, webhook_cluste
         assert [r["name"] for r in AllowingWebhook.seen if r["operation"] == "CREATE"][-1] == created.metadata.name
 
         # The API server called the webhook at 127.0.0.1 and nothing else.
-        state = localcluster.State.load(webhook_cluster.state_dir) if webhook_cluster.ours else None
+        state = localcluster.State.load(cluster.state_dir) if cluster.ours else None
         if state is not None:
             assert localcluster.non_loopback_sockets(state) == []
     finally:

@@ -3,12 +3,15 @@
 kfctl installs the training operator; the runtime starts the operator's binary for its pod, with the pod's
 ServiceAccount token, the cluster CA and its webhook-certificate Secret mounted where the container expects
 them. The test then checks that the operator leads (the Lease names its pod), that its certificate Secret, the
-mounted files and its webhook's caBundle agree, that it creates the seed TFJob's pods with the TF_CONFIG it
-computed, that it talks to and listens on loopback only (a network namespace of its own), that the runtime
-restarts it when it dies and stops it when its pod is deleted. Needs the opt-in operator binaries
+mounted files and its webhook's caBundle agree, that the API server calls its validating webhook through the
+egress proxy (e2e/egress.py: the Service's cluster IP leads to the operator's port in its network namespace), so an
+invalid TFJob is denied by the operator itself and a valid one admitted, that it creates the seed TFJob's pods with
+the TF_CONFIG it computed, that it talks to and listens on loopback only (a network namespace of its own), that the
+runtime restarts it when it dies and stops it when its pod is deleted. Needs the opt-in operator binaries
 (`e2e/build-binaries --operators`, which `make setup` runs; it fails without them) and root (namespaces).
 
-Out of scope here: the TFJob reaching Succeeded needs a kwok Stage that completes its pods.
+TFJobs running to their end (kwok finishes training pods): test_runtime_tfjob.py; the operator pod's readiness
+from its /readyz: test_runtime_readiness.py.
 """
 
 from __future__ import annotations
@@ -24,9 +27,10 @@ from pathlib import Path
 
 import kube_rest
 import pytest
-from harness import poll
-from kube_rest import JSON
-from test_apply_support import kfctl
+from harness import poll, run_cluster
+from kube_rest import JSON, ApiError
+from runtime_support import operator_logs, operator_pods, runtime_pid, started_controllers
+from test_apply_support import install, kfctl
 
 pytestmark = pytest.mark.e2e
 
@@ -50,38 +54,25 @@ TFJOB = {
     },
 }
 TFJOBS = "/apis/kubeflow.org/v1/namespaces/kubeflow/tfjobs"
-
-
-def operator_logs(state: Path) -> dict[str, str]:
-    """Pod name → its training-operator log."""
-    suffix = "_training-operator.log"
-    return {
-        path.name[len("kubeflow_") : -len(suffix)]: path.read_text(errors="replace")
-        for path in state.glob(f"kubeflow_training-operator-*{suffix}")
-    }
-
-
-def operator_pods(api: kube_rest.Client) -> list[str]:
-    return [
-        p["metadata"]["name"]
-        for p in api.list(
-            "/api/v1/namespaces/kubeflow/pods", query={"labelSelector": "app.kubernetes.io/name=training-operator"}
-        )
-        if not p["metadata"].get("deletionTimestamp")
-    ]
-
-
-def started_controllers(text: str, count: int = 1) -> bool:
-    """The operator led and started its TFJob workers (at least `count` times: restarts append to the log)."""
-    return (
-        text.count("successfully acquired lease kubeflow/1ca428e5.training-operator.kubeflow.org") >= count
-        and text.count('Starting workers\t{"controller": "tfjob-controller"') >= count
-    )
-
-
-def runtime_pid(text: str) -> int:
-    """The pid the runtime last started (its log line `--- runtime: start #N (pid P): ...`)."""
-    return int(text.rsplit("--- runtime: start #", 1)[1].split("(pid ", 1)[1].split(")", 1)[0])
+# The operator's own rule (pkg/webhooks/tensorflow/tfjob_webhook.go): each replica needs a container "tensorflow".
+INVALID_TFJOB = {
+    **TFJOB,
+    "metadata": {"name": "runtime-invalid", "namespace": "kubeflow"},
+    "spec": {
+        "tfReplicaSpecs": {
+            "Worker": {
+                "replicas": 1,
+                "restartPolicy": "Never",
+                "template": {"spec": {"containers": [{"name": "main", "image": "example.invalid/tf:1"}]}},
+            }
+        }
+    },
+}
+DENIAL = (
+    'admission webhook "validator.tfjob.training-operator.kubeflow.org" denied the request: '
+    "spec.tfReplicaSpecs[Worker].template.spec.containers: Required value: must have at least one container with "
+    "name tensorflow"
+)
 
 
 def sockets(pid: int, *, in_its_netns: bool) -> list[str]:
@@ -102,13 +93,7 @@ def test_training_operator_runs_and_creates_tfjob_pods(kubeconfig: str, tmp_path
     runtime = pod_runtime
     app = tmp_path / "app"
     t0 = time.monotonic()
-    for args in (
-        ("init", str(app), "--platform", "kind", "--components", "training-operator"),
-        ("generate", str(app)),
-        ("apply", str(app), "--wait-timeout", "4m"),
-    ):
-        run = kfctl(*args, kubeconfig=kubeconfig)
-        assert run.code in (0, 10), run.explain()
+    install(app, "training-operator", kubeconfig=kubeconfig)
     applied = time.monotonic() - t0
 
     api = kube_rest.Client(kubeconfig)
@@ -147,7 +132,23 @@ def test_training_operator_runs_and_creates_tfjob_pods(kubeconfig: str, tmp_path
 
         poll(certs_agree, timeout=30, what="the operator's Secret, mounted files and caBundle to agree")
 
-        api.create(TFJOBS, TFJOB)
+        # Its validating webhook, called by the API server through the egress proxy: the invalid TFJob is denied by
+        # the operator (until its webhook server is up, the call fails instead: "failed calling webhook").
+        def denial() -> str | None:
+            try:
+                api.create(TFJOBS, INVALID_TFJOB)
+            except ApiError as e:
+                return str(json.loads(e.body)["message"]) if "denied the request" in e.body else None
+            api.delete(f"{TFJOBS}/runtime-invalid")
+            return "admitted without the webhook's denial"
+
+        assert poll(denial, timeout=60, what="the operator's webhook to answer", interval=0.5) == DENIAL
+        api.create(TFJOBS, TFJOB)  # valid: admitted by the same webhook
+        pid = runtime_pid(operator_logs(runtime)[pod])
+        routed = f"→ Service kubeflow/training-operator port 443 → pod {pod} container training-operator (pid {pid})"
+        assert routed in (runtime.parent / "logs" / "runtime.log").read_text(errors="replace")
+        check = run_cluster("check-loopback", "--state-dir", str(runtime.parent))
+        assert check.returncode == 0, check.stdout + check.stderr
 
         def job_pods() -> dict[str, JSON]:
             found = {

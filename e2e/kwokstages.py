@@ -1,0 +1,70 @@
+"""kwok's configuration for e2e/cluster: an explicit KwokConfiguration plus our pod stages. TEST CODE.
+
+The stages are in kwok-pod-stages.yaml (read it for what kwok does to pods). Which pods the process runtime
+(e2e/runtime.py) runs is known only at `up`: it depends on which operator binaries are built and on whether a
+runtime runs at all (it needs root). This module turns that into the CEL test the stages use for RUNTIME_POD:
+"some container's image is one whose binary the runtime has", the same rule as runtime.binary_for.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+from runtime import RUNNABLE_IMAGES
+
+STAGES_FILE = Path(__file__).resolve().parent / "kwok-pod-stages.yaml"
+PLACEHOLDER = "RUNTIME_POD"
+
+
+def runnable_repositories(bin_dir: Path | None) -> list[str]:
+    """Image repositories whose pods the runtime runs from `bin_dir` (none without a runtime)."""
+    if bin_dir is None:
+        return []
+    return sorted(repo for repo, binary in RUNNABLE_IMAGES.items() if (bin_dir / binary).is_file())
+
+
+def runtime_pod_expression(repositories: list[str]) -> str:
+    """CEL: a container's image is `repo`, `repo:<tag>` or `repo@<digest>` of one of `repositories`."""
+    if not repositories:
+        return "false"
+    tests = []
+    for repo in repositories:
+        quoted = json.dumps(repo)
+        tests.append(
+            f"c.image == {quoted} || c.image.startsWith({json.dumps(repo + ':')})"
+            f" || c.image.startsWith({json.dumps(repo + '@')})"
+        )
+    return f"self.spec.containers.exists(c, {' || '.join(tests)})"
+
+
+def pod_stages(repositories: list[str]) -> list[dict]:
+    """The Stage objects of kwok-pod-stages.yaml with RUNTIME_POD filled in."""
+    stages = yaml.safe_load(STAGES_FILE.read_text())["stages"]
+    expression = runtime_pod_expression(repositories)
+    for stage in stages:
+        for match in stage["spec"].get("selector", {}).get("matchExpressions", []):
+            if "cel" in match:
+                match["cel"]["expression"] = match["cel"]["expression"].replace(PLACEHOLDER, expression)
+    return stages
+
+
+def kwok_config(repositories: list[str]) -> str:
+    """The whole --config file: KwokConfiguration first, then the pod stages (multi-document YAML)."""
+    documents = [
+        {"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokConfiguration", "options": {}},
+        *pod_stages(repositories),
+    ]
+    return yaml.dump_all(documents, Dumper=_Dumper, sort_keys=False, width=1000)
+
+
+class _Dumper(yaml.SafeDumper):
+    """Multi-line strings (the status templates) as literal blocks, so <state>/kwok.yaml reads like the source."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+
+
+_Dumper.add_representer(str, _str)

@@ -1,0 +1,321 @@
+"""The installed platform works: the real operators, run by e2e/runtime.py, serve what users submit.
+
+One `kfctl apply` of the catalog (the kind platform's components plus JobSet and Kubeflow Trainer) for the
+module; each test then submits what a Kubeflow introduction submits and follows it through the real
+controller: a PyTorchJob on the GPU node (and one that cannot fit), an InferenceService in RawDeployment
+mode, a Katib Experiment, a TrainJob on the torch-distributed runtime. What the local cluster simulates
+(kwok's nodes, the stand-in for cert-manager, pods that do not run the image) is in e2e/README.md.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import kube_rest
+import pytest
+from harness import poll
+from kube_rest import JSON, ApiError
+from test_apply_support import kfctl
+
+pytestmark = pytest.mark.e2e
+
+COMPONENTS = "training-operator,katib,kserve,notebook-controller,pipelines,jobset,trainer"
+NS = "kubeflow"
+
+
+@dataclass
+class Platform:
+    api: kube_rest.Client
+    runtime: Path  # the process runtime's dir: <ns>_<pod>_<container>.log
+
+    def logs(self, namespace: str, prefix: str) -> str:
+        return "".join(p.read_text(errors="replace") for p in sorted(self.runtime.glob(f"{namespace}_{prefix}*.log")))
+
+
+@pytest.fixture(scope="module")
+def platform(kubeconfig: str, pod_runtime: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
+    app = tmp_path_factory.mktemp("platform") / "app"
+    started = time.monotonic()
+    for args in (
+        ("init", str(app), "--platform", "kind", "--components", COMPONENTS),
+        ("generate", str(app)),
+        ("apply", str(app), "--wait-timeout", "8m"),
+    ):
+        run = kfctl(*args, kubeconfig=kubeconfig)
+        assert run.code in (0, 10), run.explain()
+    print(f"\nplatform applied in {time.monotonic() - started:.1f} s", file=sys.stderr)
+    api = kube_rest.Client(kubeconfig)
+    try:
+        yield Platform(api, pod_runtime)
+    finally:
+        api.close()
+        run = kfctl("delete", str(app), "--delete-storage", "--wait-timeout", "5m", kubeconfig=kubeconfig)
+        assert run.code == 0, run.explain()
+
+
+def create(api: kube_rest.Client, path: str, obj: JSON) -> JSON:
+    """Create `obj` at `path`, replacing a leftover of an earlier run of the same test."""
+    name = obj["metadata"]["name"]
+    if api.get(f"{path}/{name}") is not None:
+        api.delete(f"{path}/{name}")
+        poll(lambda: api.get(f"{path}/{name}") is None, timeout=60, what=f"the old {name} to go")
+    created: JSON = api.create(path, obj)
+    return created
+
+
+def condition(obj: JSON | None, kind: str) -> JSON:
+    for c in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if c.get("type") == kind:
+            return dict(c)
+    return {}
+
+
+def owned_by(obj: JSON, kind: str, name: str) -> bool:
+    return any(o["kind"] == kind and o["name"] == name for o in obj["metadata"].get("ownerReferences") or [])
+
+
+def replica(image: str, resources: dict[str, Any]) -> JSON:
+    return {
+        "replicas": 1,
+        "restartPolicy": "Never",
+        "template": {"spec": {"containers": [{"name": "pytorch", "image": image, "resources": resources}]}},
+    }
+
+
+PYTORCHJOBS = f"/apis/kubeflow.org/v1/namespaces/{NS}/pytorchjobs"
+
+
+def pytorchjob(name: str, *, gpus: int, workers: int) -> JSON:
+    limits = {"limits": {"nvidia.com/gpu": str(gpus)}}
+    worker = replica("example.invalid/pytorch:2", limits) | {"replicas": workers}
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"pytorchReplicaSpecs": {"Master": replica("example.invalid/pytorch:2", limits), "Worker": worker}},
+    }
+
+
+def job_pods(api: kube_rest.Client, name: str) -> list[JSON]:
+    return api.list(f"/api/v1/namespaces/{NS}/pods", query={"labelSelector": f"training.kubeflow.org/job-name={name}"})
+
+
+def test_pytorchjob_gpu_workers_land_on_the_gpu_node_and_an_oversized_one_stays_pending(platform: Platform) -> None:
+    api = platform.api
+    try:
+        create(api, PYTORCHJOBS, pytorchjob("gpu-fit", gpus=1, workers=2))
+        pods = poll(
+            lambda: (
+                (found := job_pods(api, "gpu-fit"))
+                and len(found) == 3
+                and all(p["spec"].get("nodeName") for p in found)
+                and found
+            ),
+            timeout=90,
+            what="the training operator to create gpu-fit's master and 2 workers, and the scheduler to place them",
+        )
+        # Only gpu-node-0 has nvidia.com/gpu capacity: the scheduler, not a nodeSelector, put them there.
+        assert {p["metadata"]["name"]: p["spec"]["nodeName"] for p in pods} == {
+            "gpu-fit-master-0": "gpu-node-0",
+            "gpu-fit-worker-0": "gpu-node-0",
+            "gpu-fit-worker-1": "gpu-node-0",
+        }
+
+        create(api, PYTORCHJOBS, pytorchjob("gpu-too-big", gpus=16, workers=1))
+
+        def unschedulable() -> JSON:
+            pods = job_pods(api, "gpu-too-big")
+            scheduled = [condition(p, "PodScheduled") for p in pods]
+            return next((c for c in scheduled if c.get("reason") == "Unschedulable"), {})
+
+        reason = poll(unschedulable, timeout=90, what="the scheduler to report gpu-too-big's pods Unschedulable")
+        print(f"\nscheduler on gpu-too-big: {reason['message']}", file=sys.stderr)
+        assert "Insufficient nvidia.com/gpu" in reason["message"], reason
+        assert all(
+            p["status"].get("phase") == "Pending" and not p["spec"].get("nodeName")
+            for p in job_pods(api, "gpu-too-big")
+        )
+    finally:
+        for name in ("gpu-fit", "gpu-too-big"):
+            api.delete(f"{PYTORCHJOBS}/{name}")
+
+
+ISVCS = f"/apis/serving.kserve.io/v1beta1/namespaces/{NS}/inferenceservices"
+
+
+def test_inferenceservice_in_raw_deployment_mode_becomes_ready(platform: Platform) -> None:
+    api = platform.api
+    isvc = {
+        "apiVersion": "serving.kserve.io/v1beta1",
+        "kind": "InferenceService",
+        "metadata": {
+            "name": "sklearn-iris",
+            "namespace": NS,
+            "annotations": {"serving.kserve.io/deploymentMode": "RawDeployment"},
+        },
+        "spec": {
+            "predictor": {
+                "model": {
+                    "modelFormat": {"name": "sklearn"},
+                    "storageUri": "gs://kfserving-examples/models/sklearn/1.0/model",
+                }
+            }
+        },
+    }
+    try:
+        create(api, ISVCS, isvc)
+        ready = poll(
+            lambda: condition(api.get(f"{ISVCS}/sklearn-iris"), "Ready").get("status") == "True",
+            timeout=120,
+            what="InferenceService sklearn-iris to become Ready",
+        )
+        assert ready
+        # The controller made them, picking the catalog's ClusterServingRuntime for the sklearn format.
+        deployment = api.get(f"/apis/apps/v1/namespaces/{NS}/deployments/sklearn-iris-predictor")
+        service = api.get(f"/api/v1/namespaces/{NS}/services/sklearn-iris-predictor")
+        assert deployment and owned_by(deployment, "InferenceService", "sklearn-iris"), deployment
+        assert service and owned_by(service, "InferenceService", "sklearn-iris"), service
+        [container] = [
+            c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "kserve-container"
+        ]
+        assert container["image"] == "kserve/sklearnserver:v0.16.0"
+        assert deployment["metadata"]["annotations"]["serving.kserve.io/deploymentMode"] == "RawDeployment"
+        status = api.get(f"{ISVCS}/sklearn-iris")["status"]
+        print(f"\nInferenceService sklearn-iris: url {status.get('url')}", file=sys.stderr)
+    finally:
+        api.delete(f"{ISVCS}/sklearn-iris")
+
+
+# katib's webhook admits Experiments only in namespaces that enable its metrics-collector injection (upstream
+# Kubeflow's profiles label every user namespace so).
+KATIB_NS = "katib-user"
+EXPERIMENTS = f"/apis/kubeflow.org/v1beta1/namespaces/{KATIB_NS}/experiments"
+
+
+def experiment(name: str, algorithm: str) -> JSON:
+    return {
+        "apiVersion": "kubeflow.org/v1beta1",
+        "kind": "Experiment",
+        "metadata": {"name": name, "namespace": KATIB_NS},
+        "spec": {
+            "objective": {"type": "maximize", "goal": 0.99, "objectiveMetricName": "accuracy"},
+            "algorithm": {"algorithmName": algorithm},
+            "parallelTrialCount": 2,
+            "maxTrialCount": 4,
+            "maxFailedTrialCount": 2,
+            "parameters": [{"name": "lr", "parameterType": "double", "feasibleSpace": {"min": "0.01", "max": "0.05"}}],
+            "trialTemplate": {
+                "primaryContainerName": "training-container",
+                "trialParameters": [{"name": "learningRate", "description": "learning rate", "reference": "lr"}],
+                "trialSpec": {
+                    "apiVersion": "batch/v1",
+                    "kind": "Job",
+                    "spec": {
+                        "template": {
+                            "spec": {
+                                "restartPolicy": "Never",
+                                "containers": [
+                                    {
+                                        "name": "training-container",
+                                        "image": "example.invalid/train:1",
+                                        "command": ["python", "train.py", "--lr=${trialParameters.learningRate}"],
+                                    }
+                                ],
+                            }
+                        }
+                    },
+                },
+            },
+        },
+    }
+
+
+def test_katib_experiment_passes_the_webhook_and_gets_its_suggestion(platform: Platform) -> None:
+    api = platform.api
+    namespace = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": KATIB_NS, "labels": {"katib.kubeflow.org/metrics-collector-injection": "enabled"}},
+    }
+    create(api, "/api/v1/namespaces", namespace)
+    try:
+        # katib's validating webhook knows the algorithms its katib-config offers.
+        with pytest.raises(ApiError) as denied:
+            api.create(EXPERIMENTS, experiment("no-such-search", "no-such-algorithm"))
+        print(f"\nkatib webhook: {denied.value}", file=sys.stderr)
+        assert "no-such-algorithm" in str(denied.value)
+
+        create(api, EXPERIMENTS, experiment("random-search", "random"))
+        stored = api.get(f"{EXPERIMENTS}/random-search")
+        # Defaults only katib's mutating webhook sets (the CRD has none).
+        assert stored["spec"]["metricsCollectorSpec"]["collector"]["kind"] == "StdOut", stored["spec"]
+        suggestion = poll(
+            lambda: api.get(f"/apis/kubeflow.org/v1beta1/namespaces/{KATIB_NS}/suggestions/random-search"),
+            timeout=90,
+            what="katib-controller to create the Suggestion of Experiment random-search",
+        )
+        assert owned_by(suggestion, "Experiment", "random-search")
+        assert suggestion["spec"]["algorithm"]["algorithmName"] == "random"
+        assert condition(api.get(f"{EXPERIMENTS}/random-search"), "Created").get("status") == "True"
+        # The Suggestion's algorithm service: a Deployment the controller made from katib-config.
+        poll(
+            lambda: api.get(f"/apis/apps/v1/namespaces/{KATIB_NS}/deployments/random-search-random"),
+            timeout=60,
+            what="the suggestion service's Deployment",
+        )
+    finally:
+        for name in ("random-search", "no-such-search"):
+            api.delete(f"{EXPERIMENTS}/{name}")
+        api.delete(f"/api/v1/namespaces/{KATIB_NS}")
+
+
+TRAINJOBS = "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs"
+
+
+def test_trainjob_on_torch_distributed_runs_as_a_jobset_and_completes(platform: Platform) -> None:
+    api = platform.api
+    trainjob = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "torch-mnist", "namespace": "default"},
+        "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": {"numNodes": 2}},
+    }
+    try:
+        create(api, TRAINJOBS, trainjob)
+        jobset = poll(
+            lambda: api.get("/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets/torch-mnist"),
+            timeout=90,
+            what="the trainer to create JobSet torch-mnist",
+        )
+        assert owned_by(jobset, "TrainJob", "torch-mnist")
+        jobs = poll(
+            lambda: api.list(
+                "/apis/batch/v1/namespaces/default/jobs",
+                query={"labelSelector": "jobset.sigs.k8s.io/jobset-name=torch-mnist"},
+            ),
+            timeout=90,
+            what="JobSet torch-mnist's Jobs",
+        )
+        assert all(owned_by(j, "JobSet", "torch-mnist") for j in jobs)
+        complete = poll(
+            lambda: (
+                condition(api.get(f"{TRAINJOBS}/torch-mnist"), "Complete").get("status") == "True"
+                and api.get(f"{TRAINJOBS}/torch-mnist")
+            ),
+            timeout=180,
+            what="TrainJob torch-mnist to complete",
+        )
+        print(f"\nTrainJob torch-mnist: {condition(complete, 'Complete')}", file=sys.stderr)
+        pods = api.list(
+            "/api/v1/namespaces/default/pods", query={"labelSelector": "jobset.sigs.k8s.io/jobset-name=torch-mnist"}
+        )
+        assert len(pods) == 2 and all(p["status"]["phase"] == "Succeeded" for p in pods), [
+            (p["metadata"]["name"], p["status"].get("phase")) for p in pods
+        ]
+    finally:
+        api.delete(f"{TRAINJOBS}/torch-mnist")
