@@ -28,7 +28,6 @@ from kfctl.plan.graph import build_plan
 from kfctl.plan.text import format_plan
 
 TREE = Path(__file__).parent / "fixtures" / "shared-prerequisites"
-UPSTREAM_V1_11 = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "kubeflow-manifests-v1.11.0.tar.gz"
 
 
 def ns(name: str, **labels: str) -> dict[str, Any]:
@@ -313,9 +312,10 @@ UPSTREAM_APPS = [
 ]
 
 
-@pytest.mark.skipif(not UPSTREAM_V1_11.is_file(), reason=f"{UPSTREAM_V1_11} is not there")
-def test_upstream_v1_11_five_applications_plan_without_a_cycle(tmp_path: Path, real_catalog: Catalog) -> None:
-    with tarfile.open(UPSTREAM_V1_11) as tar:
+def test_upstream_v1_11_five_applications_plan_without_a_cycle(
+    tmp_path: Path, real_catalog: Catalog, upstream_v1_11: Path
+) -> None:
+    with tarfile.open(upstream_v1_11) as tar:
         tar.extractall(tmp_path / "src", filter="data")
     repo = tmp_path / "src" / "manifests-1.11.0"
     kfdef = load_kfdef(write_kfdef(tmp_path / "demo", repo, UPSTREAM_APPS), real_catalog)
