@@ -10,6 +10,7 @@ app directory, moved away from the source tree, rebuilds every rendered file byt
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import tarfile
@@ -17,23 +18,30 @@ from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
 import pytest
-from test_plan_shared import UPSTREAM_APPS, UPSTREAM_V1_11, write_kfdef
+from test_plan_shared import UPSTREAM_APPS, write_kfdef
 
 from kfctl.app import generate as generate_module
 from kfctl.app.generate import generate
 from kfctl.catalog.model import Catalog
 from kfctl.cli.main import main
 from kfctl.config.loader import load_kfdef
+from kfctl.errors import RenderError
 from kfctl.render.kustomize import find_kustomize
-from kfctl.repos.closure import Closure, kustomization_closure
+from kfctl.repos.closure import Closure, kustomization_closure, tree_files
 
 CM = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"
 
 
 def closure(
-    files: Iterable[str], remote: tuple[str, ...] = (), problems: tuple[str, ...] = (), *, unreadable: bool = False
+    files: Iterable[str],
+    remote: tuple[str, ...] = (),
+    problems: tuple[str, ...] = (),
+    *,
+    unreadable: bool = False,
+    links: dict[str, str] | None = None,
 ) -> Closure:
-    return Closure(frozenset(PurePosixPath(f) for f in files), remote, problems, unreadable)
+    paths = {PurePosixPath(k): PurePosixPath(v) for k, v in (links or {}).items()}
+    return Closure(frozenset(PurePosixPath(f) for f in files), remote, problems, unreadable, paths)
 
 
 # (id, files of the tree, start directory, expected closure)
@@ -261,6 +269,162 @@ def test_closure(tmp_path: Path, files: dict[str, str], start: str, expected: Cl
     assert got == expected
 
 
+SECRET = "-----BEGIN OPENSSH PRIVATE KEY----- not for the cluster\n"
+# Outside the repo (tmp/repo): tmp/outside.txt and tmp/secrets/id_rsa, both holding SECRET.
+OUTSIDE = {"outside.txt": SECRET, "secrets/id_rsa": SECRET}
+GENERATOR = "configMapGenerator:\n- name: cm\n  files: [k=link.txt]\n"
+
+# (id, files of the repo, its symlinks (link -> target as written), start, expected; {tmp} is realpath(tmp))
+SYMLINK_CASES: list[tuple[str, dict[str, str], dict[str, str], str, Closure]] = [
+    (
+        "file-link-outside-is-refused",
+        {"app/kustomization.yaml": GENERATOR},
+        {"app/link.txt": "../../outside.txt"},
+        "app",
+        closure(
+            {"app/kustomization.yaml"},
+            problems=(
+                'app/kustomization.yaml configMapGenerator files: "link.txt": symlink app/link.txt ->'
+                " ../../outside.txt points outside the repo, to {tmp}/outside.txt",
+            ),
+        ),
+    ),
+    (
+        "absolute-file-link-outside-is-refused",
+        {"app/kustomization.yaml": GENERATOR},
+        {"app/link.txt": "{tmp}/secrets/id_rsa"},
+        "app",
+        closure(
+            {"app/kustomization.yaml"},
+            problems=(
+                'app/kustomization.yaml configMapGenerator files: "link.txt": symlink app/link.txt ->'
+                " {tmp}/secrets/id_rsa points outside the repo, to {tmp}/secrets/id_rsa",
+            ),
+        ),
+    ),
+    (
+        "file-link-inside-is-kept-as-a-link-with-its-target",
+        {"app/kustomization.yaml": GENERATOR, "app/conf/real.txt": "v\n"},
+        {"app/link.txt": "conf/real.txt"},
+        "app",
+        closure({"app/kustomization.yaml", "app/conf/real.txt"}, links={"app/link.txt": "app/conf/real.txt"}),
+    ),
+    (
+        "directory-link-inside-resolves-parent-refs-from-its-target-like-kustomize",
+        {
+            "app/kustomization.yaml": "resources: [base]\n",
+            "shared/base/kustomization.yaml": "resources: [../common]\n",
+            "shared/common/kustomization.yaml": "resources: [cm.yaml]\n",
+            "shared/common/cm.yaml": CM,
+        },
+        {"app/base": "../shared/base"},
+        "app",
+        closure(
+            {
+                "app/kustomization.yaml",
+                "shared/base/kustomization.yaml",
+                "shared/common/kustomization.yaml",
+                "shared/common/cm.yaml",
+            },
+            links={"app/base": "shared/base"},
+        ),
+    ),
+    (
+        "directory-link-outside-is-not-descended",
+        {"app/kustomization.yaml": "resources: [root, secrets/id_rsa]\n"},
+        {"app/root": "/", "app/secrets": "../../secrets"},
+        "app",
+        closure(
+            {"app/kustomization.yaml"},
+            problems=(
+                'app/kustomization.yaml resources: "root": symlink app/root -> / points outside the repo, to /',
+                'app/kustomization.yaml resources: "secrets/id_rsa": symlink app/secrets -> ../../secrets points'
+                " outside the repo, to {tmp}/secrets",
+            ),
+        ),
+    ),
+    (
+        "kustomization-file-link-outside-is-refused",
+        {},
+        {"app/kustomization.yaml": "../../outside.txt"},
+        "app",
+        closure(
+            set(),
+            problems=(
+                'application path: "kustomization.yaml": symlink app/kustomization.yaml -> ../../outside.txt'
+                " points outside the repo, to {tmp}/outside.txt",
+            ),
+        ),
+    ),
+    (
+        "link-loops-terminate",
+        {"app/kustomization.yaml": "resources: [self, loop.yaml]\n"},
+        {"app/self": ".", "app/loop.yaml": "loop.yaml"},
+        "app",
+        closure(
+            {"app/kustomization.yaml"},
+            problems=(
+                'app/kustomization.yaml resources: "loop.yaml": symlink app/loop.yaml -> loop.yaml leads nowhere'
+                " (dangling or a loop)",
+            ),
+            links={"app/self": "app"},
+        ),
+    ),
+]
+
+
+def write_links(root: Path, links: dict[str, str], tmp: Path) -> None:
+    for name, target in links.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.symlink_to(target.format(tmp=tmp))
+
+
+def formatted(expected: Closure, tmp: Path) -> Closure:
+    problems = tuple(p.format(tmp=tmp) for p in expected.problems)
+    return Closure(expected.files, expected.remote, problems, expected.unreadable, expected.links)
+
+
+@pytest.mark.parametrize(
+    ("files", "links", "start", "expected"), [c[1:] for c in SYMLINK_CASES], ids=[c[0] for c in SYMLINK_CASES]
+)
+def test_closure_symlinks(
+    tmp_path: Path, files: dict[str, str], links: dict[str, str], start: str, expected: Closure
+) -> None:
+    tmp = tmp_path.resolve()
+    write_tree(tmp, OUTSIDE)
+    write_tree(tmp / "repo", files)
+    write_links(tmp / "repo", links, tmp)
+    assert kustomization_closure(tmp / "repo" / start, root=tmp / "repo") == formatted(expected, tmp)
+
+
+def test_tree_walk_keeps_inside_links_and_never_leaves_the_repo(tmp_path: Path) -> None:
+    tmp = tmp_path.resolve()
+    write_tree(tmp, OUTSIDE)
+    write_tree(tmp / "repo", {"app/a.yaml": CM, "shared/s.yaml": CM, "app/.git/config": "x\n"})
+    links = {
+        "app/root": "/",
+        "app/secrets": "../../secrets",
+        "app/key": "{tmp}/secrets/id_rsa",
+        "app/up": "..",  # a loop back to the repo root: walked once
+        "app/s.yaml": "../shared/s.yaml",
+    }
+    write_links(tmp / "repo", links, tmp)
+    got = tree_files(tmp / "repo" / "app", root=tmp / "repo")
+    assert got == formatted(
+        closure(
+            {"app/a.yaml", "shared/s.yaml"},
+            problems=(
+                "app/: symlink app/key -> {tmp}/secrets/id_rsa points outside the repo, to {tmp}/secrets/id_rsa",
+                "app/: symlink app/root -> / points outside the repo, to /",
+                "app/: symlink app/secrets -> ../../secrets points outside the repo, to {tmp}/secrets",
+            ),
+            links={"app/s.yaml": "shared/s.yaml", "app/up": "."},
+        ),
+        tmp,
+    )
+
+
 NAMESPACED_CM = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web, namespace: default}\ndata: {a: '1'}\n"
 REPO = {
     "apps/web/kustomization.yaml": "resources: [cm.yaml, ../../base]\npatches:\n- path: patch.yaml\n",
@@ -346,9 +510,10 @@ def test_a_path_it_cannot_find_vendors_the_whole_application_directory(
     assert (app / "rendered" / "web.yaml").read_text().count('b: "2"') == 1  # the patch applied
 
 
-@pytest.mark.skipif(not UPSTREAM_V1_11.is_file(), reason=f"{UPSTREAM_V1_11} is not there")
-def test_upstream_v1_11_vendored_app_dir_rebuilds_every_rendered_file(tmp_path: Path, real_catalog: Catalog) -> None:
-    with tarfile.open(UPSTREAM_V1_11) as tar:
+def test_upstream_v1_11_vendored_app_dir_rebuilds_every_rendered_file(
+    tmp_path: Path, real_catalog: Catalog, upstream_v1_11: Path
+) -> None:
+    with tarfile.open(upstream_v1_11) as tar:
         tar.extractall(tmp_path / "src", filter="data")
     app = tmp_path / "demo"
     kfdef = load_kfdef(write_kfdef(app, tmp_path / "src" / "manifests-1.11.0", UPSTREAM_APPS), real_catalog)
@@ -361,3 +526,89 @@ def test_upstream_v1_11_vendored_app_dir_rebuilds_every_rendered_file(tmp_path: 
     for name, _, _ in UPSTREAM_APPS:
         built = subprocess.run([*k.argv, str(moved / "kustomize" / name)], capture_output=True, text=True, check=True)
         assert built.stdout == (moved / "rendered" / f"{name}.yaml").read_text(encoding="utf-8"), name
+
+
+def files_holding(root: Path, text: str) -> list[str]:
+    return [str(p) for p in root.rglob("*") if p.is_file() and text in p.read_text(errors="replace")]
+
+
+def test_generate_keeps_inside_links_as_links_and_the_vendored_dir_rebuilds(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    write_tree(
+        repo,
+        {
+            "apps/web/kustomization.yaml": "resources: [base]\n" + GENERATOR,
+            "apps/web/conf/real.txt": "value\n",
+            "shared/base/kustomization.yaml": "resources: [../common]\n",
+            "shared/common/kustomization.yaml": "resources: [cm.yaml]\n",
+            "shared/common/cm.yaml": NAMESPACED_CM,
+        },
+    )
+    write_links(repo, {"apps/web/link.txt": "conf/real.txt", "apps/web/base": "../../shared/base"}, tmp_path)
+    app = tmp_path / "demo"
+    write_kfdef(app, repo, [("web", "apps/web", [])])
+    assert main(["generate", str(app)]) == 0
+    vendor = app / "vendor" / "repos" / "upstream"
+    assert {p: os.readlink(vendor / p) for p in ("apps/web/link.txt", "apps/web/base")} == {
+        "apps/web/link.txt": "conf/real.txt",
+        "apps/web/base": "../../shared/base",
+    }
+    assert sorted(vendored(app)) == [  # link.txt is the link, read through
+        "apps/web/conf/real.txt",
+        "apps/web/kustomization.yaml",
+        "apps/web/link.txt",
+        "shared/base/kustomization.yaml",
+        "shared/common/cm.yaml",
+        "shared/common/kustomization.yaml",
+    ]
+    rendered = (app / "rendered" / "web.yaml").read_text(encoding="utf-8")
+    assert "  k: |\n    value\n" in rendered
+    moved = tmp_path / "elsewhere"
+    shutil.move(app, moved)
+    shutil.rmtree(repo)  # the vendored copy alone must build, links and all
+    built = subprocess.run([*find_kustomize().argv, str(moved / "kustomize" / "web")], capture_output=True, text=True)
+    assert (built.returncode, built.stdout) == (0, rendered)
+
+
+def test_generate_never_vendors_a_file_a_link_takes_outside_the_repo(tmp_path: Path, real_catalog: Catalog) -> None:
+    write_tree(tmp_path, OUTSIDE)
+    repo = tmp_path / "repo"
+    write_tree(repo, {"apps/web/kustomization.yaml": GENERATOR})
+    write_links(repo, {"apps/web/link.txt": "../../../outside.txt"}, tmp_path)
+    app = tmp_path / "demo"
+    kfdef = load_kfdef(write_kfdef(app, repo, [("web", "apps/web", [])]), real_catalog)
+    with pytest.raises(RenderError) as err:  # vendored without the link, so kustomize cannot find link.txt
+        generate(kfdef, real_catalog)
+    assert "link.txt: no such file or directory" in err.value.details[0]
+    link = f"symlink apps/web/link.txt -> ../../../outside.txt points outside the repo, to {tmp_path.resolve()}"
+    assert err.value.details[1:] == [
+        "application web: vendored its whole directory vendor/repos/upstream/apps/web/ because"
+        f' apps/web/kustomization.yaml configMapGenerator files: "link.txt": {link}/outside.txt;'
+        f" left out: apps/web/: {link}/outside.txt"
+    ]
+    assert files_holding(app, "PRIVATE KEY") == []
+
+
+def test_the_fallback_walk_copies_nothing_from_outside_the_repo(
+    tmp_path: Path, real_catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def misread(start: Path, *, root: Path) -> Closure:
+        real = kustomization_closure(start, root=root)
+        return Closure(real.files, problems=('apps/web/kustomization.yaml patches: "patch.yaml" does not exist',))
+
+    monkeypatch.setattr(generate_module, "kustomization_closure", misread)
+    write_tree(tmp_path, OUTSIDE)
+    write_tree(tmp_path / "repo", REPO)
+    write_links(tmp_path / "repo", {"apps/web/secrets": "../../../secrets", "apps/web/loop": "."}, tmp_path)
+    app = tmp_path / "demo"
+    kfdef = load_kfdef(write_kfdef(app, tmp_path / "repo", [("web", "apps/web", [])]), real_catalog)
+    result = generate(kfdef, real_catalog)
+    assert sorted(vendored(app)) == sorted([*USED, "apps/web/NOTES.md"])
+    assert os.readlink(app / "vendor/repos/upstream/apps/web/loop") == "."
+    assert not (app / "vendor/repos/upstream/apps/web/secrets").exists()
+    assert files_holding(app, "PRIVATE KEY") == []
+    assert result.vendor_fallbacks == (
+        "application web: vendored its whole directory vendor/repos/upstream/apps/web/ because"
+        ' apps/web/kustomization.yaml patches: "patch.yaml" does not exist; left out: apps/web/: symlink'
+        f" apps/web/secrets -> ../../../secrets points outside the repo, to {tmp_path.resolve()}/secrets",
+    )

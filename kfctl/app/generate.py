@@ -11,6 +11,11 @@ From a repo, only the files the applications' kustomizations use are vendored (k
 that set cannot be computed for an application (a missing path), that application's whole directory tree
 is vendored too, and the whole repo when a kustomization cannot be parsed (its "../" references are
 unknown); the result says so. Rendering from the vendored copy is what proves the vendor directory builds.
+
+Nothing from outside a vendored source is ever copied: files are copied from their real path only after
+checking it is inside realpath(source) with no link on the way, and a symlink inside the source is recreated
+as a relative link to its vendored target (not as a copy), so kustomize resolves and restricts it exactly as
+in the source. A link that leads outside is left out (kfctl.repos.closure reports it).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import filecmp
 import os
 import shutil
+import stat
 import tempfile
 import time
 from collections.abc import Callable, Mapping
@@ -33,12 +39,11 @@ from kfctl.plan.duplicates import merge_copies
 from kfctl.render import kustomize
 from kfctl.render.layout import MIRROR_OVERLAY, AppLayout, container_images, plan_application
 from kfctl.repos.cache import resolve_repos
-from kfctl.repos.closure import kustomization_closure, tree_files
+from kfctl.repos.closure import Closure, kustomization_closure, tree_files
 from kfctl.repos.remote import remote_references
 
 OUTPUT_DIRS = ("vendor", "kustomize", "rendered")
 TMP_PREFIX = ".kfctl-tmp-"
-_IGNORED = shutil.ignore_patterns(".git", ".cache", "__pycache__", TMP_PREFIX + "*")
 
 
 @dataclass(frozen=True)
@@ -157,12 +162,17 @@ def _render_all(
 
     def render(layout: AppLayout) -> str:
         name = layout.app.name
-        out = _build(k, tmp, name, kfdef.app_dir)
-        if MIRROR_OVERLAY in layout.app.overlays:
-            images = container_images(parse_stream(out, source=f"application {name}"))
-            mirrored = plan_application(kfdef, catalog, layout.app, images=images, sources=sources)
-            _write_files(mirrored, tmp)
+        try:
             out = _build(k, tmp, name, kfdef.app_dir)
+            if MIRROR_OVERLAY in layout.app.overlays:
+                images = container_images(parse_stream(out, source=f"application {name}"))
+                mirrored = plan_application(kfdef, catalog, layout.app, images=images, sources=sources)
+                _write_files(mirrored, tmp)
+                out = _build(k, tmp, name, kfdef.app_dir)
+        except RenderError as e:
+            # What vendoring left out (a symlink leading outside the repo) is often why kustomize failed.
+            e.details = [*e.details, *(f for f in fallbacks if f.startswith(f"application {name}: "))]
+            raise
         return out
 
     workers = max(1, min(jobs or os.cpu_count() or 2, 8, len(layouts) or 1))
@@ -195,54 +205,77 @@ def _build(k: kustomize.Kustomize, tmp: Path, app: str, app_dir: Path) -> str:
 
 
 def _vendor(layouts: list[AppLayout], tmp: Path) -> list[str]:
-    """Copy every vendored part into ``tmp``; one line per application whose closure fell back to its tree.
-
-    Several applications may use one repo: its vendored files are the union of their closures.
-    """
-    whole: dict[PurePosixPath, tuple[str, Path]] = {}
-    picked: dict[PurePosixPath, tuple[str, Path, set[PurePosixPath]]] = {}
+    """Copy every vendored part into ``tmp``; one line per application whose closure fell back to its tree."""
+    picked: dict[PurePosixPath, tuple[str, Path, set[PurePosixPath], dict[PurePosixPath, PurePosixPath]]] = {}
     fallbacks: list[str] = []
     for layout in layouts:
         name = layout.app.name
         for copy in layout.vendor:
-            if copy.start is None:
-                whole.setdefault(copy.dest, (name, copy.source))
+            if copy.start is None:  # a catalog part, taken whole: by the same rule as a repo
+                tree = tree_files(copy.source, root=copy.source)
+                if tree.problems:
+                    raise RenderError(f"application {name}: cannot vendor {copy.source}: {tree.problems[0]}")
+                _pick(picked, copy.dest, name, copy.source, tree)
                 continue
             start = copy.source / copy.start
             closure = kustomization_closure(start, root=copy.source)
-            files = set(closure.files)
+            _pick(picked, copy.dest, name, copy.source, closure)
             if closure.problems:
                 # An unreadable kustomization may refer anywhere in the repo ("../"): only all of it is safe.
                 whole_repo = closure.unreadable
-                files |= tree_files(copy.source if whole_repo else start, root=copy.source)
+                tree = tree_files(copy.source if whole_repo else start, root=copy.source)
+                _pick(picked, copy.dest, name, copy.source, tree)
                 what = (
                     f"the whole repo {copy.dest}/" if whole_repo else f"its whole directory {copy.dest / copy.start}/"
                 )
                 more = f" (and {len(closure.problems) - 1} more)" if len(closure.problems) > 1 else ""
-                fallbacks.append(f"application {name}: vendored {what} because {closure.problems[0]}{more}")
-            picked.setdefault(copy.dest, (name, copy.source, set()))[2].update(files)
-    for dest, (name, source) in whole.items():
-        (tmp / dest).parent.mkdir(parents=True, exist_ok=True)
-        try:
-            shutil.copytree(source, tmp / dest, ignore=_IGNORED)
-        except (OSError, shutil.Error) as e:
-            raise RenderError(f"application {name}: cannot copy {source}: {e}") from e
-    for dest, (name, source, files) in picked.items():
+                left_out = f"; left out: {'; '.join(tree.problems)}" if tree.problems else ""
+                fallbacks.append(f"application {name}: vendored {what} because {closure.problems[0]}{more}{left_out}")
+    for dest, (name, source, files, links) in picked.items():
+        real_source = Path(os.path.realpath(source))
         for rel in sorted(files):
-            target = tmp / dest / rel
+            _copy_inside(real_source, rel, tmp / dest / rel, app=name)
+        for rel, target in sorted(links.items()):
+            link = tmp / dest / rel
             try:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(source / rel, target)
+                link.parent.mkdir(parents=True, exist_ok=True)
+                os.symlink(os.path.relpath(target, rel.parent), link)
             except OSError as e:
-                raise RenderError(f"application {name}: cannot copy {source / rel}: {e}") from e
+                raise RenderError(f"application {name}: cannot vendor symlink {source / rel}: {e}") from e
     return fallbacks
+
+
+def _pick(
+    picked: dict[PurePosixPath, tuple[str, Path, set[PurePosixPath], dict[PurePosixPath, PurePosixPath]]],
+    dest: PurePosixPath,
+    name: str,
+    source: Path,
+    closure: Closure,
+) -> None:
+    """Several applications may use one repo: its vendored files and links are the union of their closures."""
+    entry = picked.setdefault(dest, (name, source, set(), {}))
+    entry[2].update(closure.files)
+    entry[3].update(closure.links)
+
+
+def _copy_inside(real_source: Path, rel: PurePosixPath, target: Path, *, app: str) -> None:
+    """Copy ``real_source/rel`` only when no symlink is on its way, so its content comes from inside the source
+    (closure reports real paths; checked again here because this is where content leaves the repo)."""
+    path = real_source / rel
+    if os.path.realpath(path) != str(path) or not stat.S_ISREG(os.lstat(path).st_mode):
+        raise RenderError(f"application {app}: refusing to vendor {path}: not a regular file inside {real_source}")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target, follow_symlinks=False)
+    except OSError as e:
+        raise RenderError(f"application {app}: cannot copy {path}: {e}") from e
 
 
 def _measure(root: Path) -> tuple[int, int]:
     """Files and bytes under ``root``."""
     files = size = 0
     for path in root.rglob("*") if root.is_dir() else ():
-        if path.is_file():
+        if path.is_file() and not path.is_symlink():  # a link's target is counted where it is
             files += 1
             size += path.stat().st_size
     return files, size
@@ -261,16 +294,22 @@ def _files(root: Path) -> set[str]:
         base = root / top
         if not base.is_dir():
             continue
-        for path in base.rglob("*"):
-            if path.is_file():
+        for path in base.rglob("*"):  # does not descend into links to directories
+            if path.is_file() or path.is_symlink():
                 out.add(path.relative_to(root).as_posix())
     return out
+
+
+def _same(a: Path, b: Path) -> bool:
+    if a.is_symlink() or b.is_symlink():
+        return a.is_symlink() and b.is_symlink() and os.readlink(a) == os.readlink(b)
+    return filecmp.cmp(a, b, shallow=False)
 
 
 def _differences(new_root: Path, old_root: Path) -> list[str]:
     new, old = _files(new_root), _files(old_root)
     changed = [p for p in sorted(new | old) if p not in new or p not in old]
-    changed += [p for p in sorted(new & old) if not filecmp.cmp(new_root / p, old_root / p, shallow=False)]
+    changed += [p for p in sorted(new & old) if not _same(new_root / p, old_root / p)]
     return sorted(changed)
 
 

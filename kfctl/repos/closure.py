@@ -13,13 +13,20 @@ Anything this module cannot account for (a kustomization it cannot parse, a refe
 missing or leaves ``root``) is a *problem*: the caller then vendors more rather than produce a directory
 that no longer builds. An unreadable kustomization is flagged apart: what it refers to is unknown. This
 module only reads files under ``root``; it never copies or fetches.
+
+Symlinks: a repo is untrusted, and a link may point anywhere (``cm.txt -> ~/.ssh/id_rsa``). Every path is
+resolved link by link, as kustomize itself does (it evaluates symlinks before it reads or applies its load
+restrictor); a link whose real target is outside realpath(``root``) is a problem and nothing behind it is
+taken. A link inside is kept in ``links`` (link -> real target, both relative to the real root), for the
+caller to recreate as a link, and its target is taken; ``files`` are real paths only, never through a link.
+Directory walks never follow links blindly, so a link to ``/`` or a link loop costs nothing.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -40,18 +47,20 @@ class Closure:
     problems: tuple[str, ...] = ()  # why ``files`` may be incomplete; the caller must vendor more
     # A kustomization could not be read: what it refers to, possibly anywhere in root via "../", is unknown.
     unreadable: bool = False
+    # Symlinks inside the repo on the way to ``files``: link -> its real target, both relative to root.
+    links: Mapping[PurePosixPath, PurePosixPath] = field(default_factory=dict)
 
 
-def tree_files(directory: Path, *, root: Path) -> set[PurePosixPath]:
-    """Every file under ``directory`` (relative to ``root``), skipping IGNORED_NAMES; a file is itself."""
-    if directory.is_file():
-        return {PurePosixPath(directory.relative_to(root).as_posix())}
-    out: set[PurePosixPath] = set()
-    for dirpath, dirnames, filenames in os.walk(directory, followlinks=True):
-        dirnames[:] = sorted(d for d in dirnames if d not in IGNORED_NAMES and not d.startswith(IGNORED_PREFIX))
-        for name in filenames:
-            out.add(PurePosixPath(Path(dirpath, name).relative_to(root).as_posix()))
-    return out
+def tree_files(directory: Path, *, root: Path) -> Closure:
+    """Every file under ``directory`` (a file is itself), skipping IGNORED_NAMES, as ``files`` and ``links``
+    relative to realpath(``root``). Links are not descended into: a link inside the repo is kept as a link and
+    its target taken too (once, so a loop ends); a link leading outside is a problem and is left out."""
+    walk = _Walk(root)
+    start = Path(os.path.normpath(directory.absolute())).relative_to(walk.given).as_posix() or "."
+    real = walk.locate(walk.root, start, "application path")
+    if real is not None:
+        walk.tree(real)
+    return walk.result()
 
 
 def kustomization_closure(start: Path, *, root: Path) -> Closure:
@@ -59,35 +68,104 @@ def kustomization_closure(start: Path, *, root: Path) -> Closure:
     return _Walk(root).run(start)
 
 
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
 class _Walk:
     def __init__(self, root: Path) -> None:
-        self.root = Path(os.path.normpath(root.absolute()))
+        self.given = Path(os.path.normpath(root.absolute()))  # as the caller names it, for ``start``
+        self.root = Path(os.path.realpath(root))  # every path below is real: no link on the way
         self.files: set[PurePosixPath] = set()
+        self.links: dict[PurePosixPath, PurePosixPath] = {}
         self.remote: list[str] = []
         self.problems: list[str] = []
         self.visited: set[Path] = set()
+        self.walked: set[Path] = set()
         self.unreadable = False
 
     def run(self, start: Path) -> Closure:
-        self.reference(self.root, Path(os.path.normpath(start.absolute())).relative_to(self.root).as_posix() or ".")
-        return Closure(frozenset(self.files), tuple(self.remote), tuple(self.problems), self.unreadable)
+        self.reference(self.root, Path(os.path.normpath(start.absolute())).relative_to(self.given).as_posix() or ".")
+        return self.result()
+
+    def result(self) -> Closure:
+        links = dict(sorted(self.links.items()))
+        return Closure(frozenset(self.files), tuple(self.remote), tuple(self.problems), self.unreadable, links)
 
     def show(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix() if path != self.root else "."
 
     def locate(self, directory: Path, entry: str, where: str) -> Path | None:
-        """The local path ``entry`` names, or None after recording it as remote or a problem."""
+        """The real path ``entry`` names, or None after recording it as remote or a problem."""
         if looks_remote(entry):
             self.remote.append(entry)
             return None
+        # Joined and cleaned first, then links resolved: kustomize's order (filepath.Join, then EvalSymlinks).
         path = Path(os.path.normpath(directory / entry))
-        if path != self.root and self.root not in path.parents:
+        if not _inside(path, self.root):
             self.problems.append(f'{where}: "{entry}" is outside the repo')
             return None
-        if not path.exists():
+        real = self.resolve(path, entry, where)
+        if real is None:
+            return None
+        if not real.exists():
             self.problems.append(f'{where}: "{entry}" does not exist')
             return None
-        return path
+        return real
+
+    def resolve(self, path: Path, entry: str | None, where: str) -> Path | None:
+        """``path`` (cleaned, under root) with each symlink on it resolved and recorded in ``links``; None,
+        after recording a problem, when a link leads outside the repo or nowhere (dangling, a loop)."""
+        current = self.root
+        for part in path.relative_to(self.root).parts:
+            current = current / part
+            if not current.is_symlink():
+                continue
+            link, text = self.show(current), os.readlink(current)
+            what = f'{where}: "{entry}": symlink' if entry is not None else f"{where}: symlink"
+            try:
+                real = Path(os.path.realpath(current, strict=True))
+            except OSError:
+                real = None
+            loose = real or Path(os.path.realpath(current))
+            if not _inside(loose, self.root):
+                self.problems.append(f"{what} {link} -> {text} points outside the repo, to {loose}")
+                return None
+            if real is None:
+                self.problems.append(f"{what} {link} -> {text} leads nowhere (dangling or a loop)")
+                return None
+            self.links[self.relative(current)] = self.relative(real)
+            current = real
+        return current
+
+    def tree(self, top: Path) -> None:
+        """Every file under the real directory (or file) ``top``; see tree_files."""
+        pending = [top]
+        while pending:
+            directory = pending.pop()
+            if any(_inside(directory, w) for w in self.walked):
+                continue  # a link back into a tree already taken: a loop, or a second name for it
+            if not directory.is_dir():
+                if directory.is_file():  # not a FIFO or device: copying one blocks
+                    self.files.add(self.relative(directory))
+                continue
+            self.walked.add(directory)
+            for dirpath, dirnames, filenames in os.walk(directory):  # never follows links
+                base = Path(dirpath)
+                dirnames[:] = sorted(
+                    d
+                    for d in dirnames
+                    if d not in IGNORED_NAMES and not d.startswith(IGNORED_PREFIX) and base / d not in self.walked
+                )
+                for name in sorted([*dirnames, *filenames]):
+                    path = base / name
+                    if not path.is_symlink():
+                        if name in filenames and path.is_file():  # not a FIFO or device: copying one blocks
+                            self.files.add(self.relative(path))
+                        continue
+                    real = self.resolve(path, None, f"{self.show(directory)}/")
+                    if real is not None:
+                        pending.append(real)
 
     def reference(self, directory: Path, entry: str, where: str = "application path") -> None:
         """A resources/bases/components/generators entry: a file, or a directory holding a kustomization."""
@@ -106,7 +184,7 @@ class _Walk:
         if path is None:
             return
         if path.is_dir():
-            self.files |= tree_files(path, root=self.root)
+            self.tree(path)
         else:
             self.files.add(self.relative(path))
 
@@ -114,18 +192,21 @@ class _Walk:
         return PurePosixPath(path.relative_to(self.root).as_posix())
 
     def kustomization(self, directory: Path, where: str) -> None:
-        if directory in self.visited:
+        if directory in self.visited:  # real paths: a cycle through links ends here too
             return
         self.visited.add(directory)
         kfile = next((directory / n for n in KUSTOMIZATION_FILES if (directory / n).is_file()), None)
         if kfile is None:
             self.problems.append(f"{where}: {self.show(directory)}/ holds no kustomization")
             return
-        self.files.add(self.relative(kfile))
         shown = self.show(kfile)
+        real = self.resolve(kfile, kfile.name, where) if kfile.is_symlink() else kfile
+        if real is None:
+            return
+        self.files.add(self.relative(real))
         try:
             # Held to yamlio's limits, so a hostile repo's file costs bounded memory (a YAML bomb, a huge file).
-            doc: Any = yamlio.safe_load(yamlio.read_text(kfile))
+            doc: Any = yamlio.safe_load(yamlio.read_text(real))
         except OSError as e:
             self.problems.append(f"{shown}: cannot be read ({e.strerror or e})")
             self.unreadable = True
@@ -168,9 +249,12 @@ class _Walk:
             return
         helm_globals = doc.get("helmGlobals")
         home = helm_globals.get("chartHome") if isinstance(helm_globals, dict) else None
-        home_dir = Path(os.path.normpath(directory / (home if isinstance(home, str) and home else "charts")))
-        if home_dir.is_dir() and (home_dir == self.root or self.root in home_dir.parents):
-            self.files |= tree_files(home_dir, root=self.root)  # charts pulled there earlier, taken whole
+        home = home if isinstance(home, str) and home else "charts"
+        home_dir = Path(os.path.normpath(directory / home))
+        if home_dir.is_dir() and _inside(home_dir, self.root):
+            real = self.resolve(home_dir, home, f"{shown} helmGlobals chartHome")
+            if real is not None:
+                self.tree(real)  # charts pulled there earlier, taken whole
         for chart in charts:
             self.file(directory, chart.get("valuesFile"), f"{shown} helmCharts valuesFile")
             for entry in _strings(chart.get("additionalValuesFiles")):
