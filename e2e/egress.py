@@ -1,18 +1,21 @@
 """The API server's egress proxy for the local cluster: the way in to the processes the runtime runs. TEST CODE.
 
-kube-apiserver dials everything of its `cluster` egress selection through this proxy (e2e/cluster up writes an
-EgressSelectorConfiguration, `selector_config`): admission and CRD-conversion webhooks given as a Service,
-aggregated APIs, the kubelet's port for logs/exec/port-forward (kwok's, on 127.0.0.1), and the pods/services/nodes
-`proxy` subresources. Webhooks given as a `url` belong to `controlplane` and are dialled directly (127.0.0.1 in our
-tests). Each dial is one mutually authenticated TLS connection to 127.0.0.1:<egress port> (the cluster CA signs
-both ends: kube-apiserver 1.33 cannot speak HTTP CONNECT over plain TCP) carrying `CONNECT <ip>:<port>`; `route`
-decides where it leads:
+kube-apiserver dials everything of its `cluster` and `controlplane` egress selections through this proxy
+(e2e/cluster up writes an EgressSelectorConfiguration, `selector_config`): `cluster` is admission and
+CRD-conversion webhooks given as a Service, aggregated APIs, the kubelet's port for logs/exec/port-forward (kwok's,
+on 127.0.0.1), and the pods/services/nodes `proxy` subresources; `controlplane` is webhooks given as a `url`
+(127.0.0.1 in our tests), and would be authentication/authorization/audit webhooks and tracing, which this cluster
+does not configure. Each dial is one mutually authenticated TLS connection to 127.0.0.1:<egress port> (the cluster
+CA signs both ends: kube-apiserver 1.33 cannot speak HTTP CONNECT over plain TCP) carrying `CONNECT <ip>:<port>`;
+`route` decides where it leads:
 
-- a loopback address: dialled as it is (kwok's kubelet port; the stand-in);
+- a loopback address: dialled as it is (kwok's kubelet port; the stand-in; a test's `url` webhook); the literal
+  name `localhost` counts as 127.0.0.1 (never looked up: no other name is resolved, DNS included);
 - a Service's cluster IP and port: the Service's selector picks a Running pod; the Service port's targetPort
   (a number, or a name looked up in the pod's container ports) is dialled at 127.0.0.1 inside the network namespace
   of the process the runtime runs for that container (`connect_in_netns`), or, for a Service the stand-in plays
-  (cert-manager's webhook: its Lease names the address, see standin.webhook_addresses), at the stand-in's port;
+  (cert-manager's webhook: its live Lease names the address, see standin.webhook_addresses; only a loopback
+  IP:port is taken from it), at the stand-in's port;
 - anything else: refused with an HTTP error whose status line says why (kube-apiserver quotes it in its own
   error), and logged. It is never dialled: there is no code path here that connects to a non-loopback address.
 
@@ -100,10 +103,20 @@ def parse_authority(authority: str) -> tuple[ipaddress.IPv4Address | ipaddress.I
         number = 0
     if not sep or not 0 < number < 65536:
         return Refusal(400, f"CONNECT {authority}: expected <ip>:<port>")
+    if host.lower() == "localhost":  # by name, never resolved: what a `url: https://localhost:<port>` webhook dials
+        host = LOOPBACK
     try:
         return ipaddress.ip_address(host), number
     except ValueError:
         return Refusal(403, f"CONNECT {authority}: not an IP address; only loopback and Service cluster IPs are served")
+
+
+def loopback_address(address: str) -> tuple[str, int] | None:
+    """(ip, port) when `address` is a loopback IP:port (the stand-in's webhook address); None otherwise."""
+    parsed = parse_authority(address)
+    if isinstance(parsed, Refusal) or not parsed[0].is_loopback or address.split(":", 1)[0].lower() == "localhost":
+        return None
+    return str(parsed[0]), parsed[1]
 
 
 def route(authority: str, *, api: kube_rest.Client, pid_of: PidLookup) -> Backend | Refusal:
@@ -135,7 +148,7 @@ def route(authority: str, *, api: kube_rest.Client, pid_of: PidLookup) -> Backen
     if not running:
         return Refusal(502, f"Service {ref} port {port}: no Running pod")
     running.sort(key=lambda p: not _ready(p))  # Ready pods first, as a Service's endpoints would have them
-    played = standin.webhook_addresses(api).get(ref)  # a Service the stand-in plays: its address
+    played = standin.webhook_addresses(api).get(ref)  # a Service the live stand-in plays: its address
     reasons = []
     for pod in running:
         target = target_port(pod, service_port)
@@ -152,8 +165,10 @@ def route(authority: str, *, api: kube_rest.Client, pid_of: PidLookup) -> Backen
                 continue
             return Backend(number, f"{what} container {container} (pid {pid}) {LOOPBACK}:{number}", pid=pid)
         if played:
-            host, _, played_port = played.rpartition(":")
-            return Backend(int(played_port), f"{what}, played by the stand-in at {played}", host=host)
+            address = loopback_address(str(played))
+            if address is None:
+                return Refusal(403, f"{what}: the stand-in's address {played!r} is no loopback IP:port")
+            return Backend(address[1], f"{what}, played by the stand-in at {played}", host=address[0])
         images = ", ".join(sorted({c["image"] for c in pod["spec"]["containers"]}))
         reasons.append(f"pod {pod_meta['name']}: no process runs for it (image {images})")
     return Refusal(502, f"Service {ref} port {port}: " + "; ".join(reasons))
@@ -227,16 +242,26 @@ class EgressProxy:
         self.workers = ThreadPoolExecutor(max_workers=16, thread_name_prefix="egress")
         self.loop = asyncio.new_event_loop()
         self.server: asyncio.Server | None = None
+        self.start_error: BaseException | None = None
         started = threading.Event()
         threading.Thread(target=self._run, args=(started,), name="egress proxy", daemon=True).start()
-        started.wait(10)
+        if not started.wait(10) or self.server is None:
+            self.close()
+            self.sock.close()
+            why = repr(self.start_error) if self.start_error is not None else "not serving after 10 s"
+            raise RuntimeError(f"egress proxy on {LOOPBACK}:{port} did not start: {why}") from self.start_error
 
     def _run(self, started: threading.Event) -> None:
         asyncio.set_event_loop(self.loop)
-        self.server = self.loop.run_until_complete(
-            asyncio.start_server(self._serve, sock=self.sock, ssl=self.tls, ssl_handshake_timeout=HEADER_SECONDS)
-        )
-        started.set()
+        try:
+            self.server = self.loop.run_until_complete(
+                asyncio.start_server(self._serve, sock=self.sock, ssl=self.tls, ssl_handshake_timeout=HEADER_SECONDS)
+            )
+        except BaseException as e:  # the constructor raises it
+            self.start_error = e
+            return
+        finally:
+            started.set()
         self.loop.run_forever()
 
     def close(self) -> None:
@@ -272,8 +297,8 @@ class EgressProxy:
                 return
             try:
                 sock = await loop.run_in_executor(self.workers, decision.dial)
-            except OSError as e:
-                await self._refuse(writer, Refusal(502, f"{decision.what}: {e}"))
+            except Exception as e:  # OSError, or ValueError etc. from a bad address: the dial fails, never the proxy
+                await self._refuse(writer, Refusal(502, f"{decision.what}: {type(e).__name__}: {e}"))
                 return
             log.info("egress: CONNECT %s → %s", authority, decision.what)
             writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
@@ -337,14 +362,13 @@ def write_tls(pki_dir: Path) -> None:
 
 
 def selector_config(*, port: int, pki_dir: Path) -> str:
-    """kube-apiserver's --egress-selector-config-file: `cluster` through the proxy; `controlplane` and `etcd`
-    are not listed, so they dial directly (all of it loopback). An http:// URL would pass validation but crash
-    1.33 at start (getTLSConfig dereferences the absent tlsConfig), hence TLS."""
-    return f"""\
-apiVersion: apiserver.k8s.io/v1beta1
-kind: EgressSelectorConfiguration
-egressSelections:
-- name: cluster
+    """kube-apiserver's --egress-selector-config-file: `cluster` and `controlplane` through the proxy (a `url`
+    webhook is `controlplane`: k8s.io/apiserver pkg/util/webhook/authentication.go:67); `etcd` is not listed, so
+    it dials etcd directly (loopback). The API server's own loopback client uses no egress selection. An http://
+    URL would pass validation but crash 1.33 at start (getTLSConfig dereferences the absent tlsConfig), hence TLS."""
+    return "apiVersion: apiserver.k8s.io/v1beta1\nkind: EgressSelectorConfiguration\negressSelections:\n" + "".join(
+        f"""\
+- name: {name}
   connection:
     proxyProtocol: HTTPConnect
     transport:
@@ -355,6 +379,8 @@ egressSelections:
           clientCert: {pki_dir / CLIENT_CERT}
           clientKey: {pki_dir / CLIENT_KEY}
 """
+        for name in ("cluster", "controlplane")
+    )
 
 
 def server_tls(pki_dir: Path) -> ssl.SSLContext:
@@ -371,5 +397,5 @@ def start(port: int, *, pki_dir: Path, kubeconfig: str, runtime: Any) -> EgressP
     api = kube_rest.Client(kubeconfig, timeout=10)
     pid_of = runtime_pids(runtime)
     proxy = EgressProxy(port, tls=server_tls(pki_dir), router=lambda target: route(target, api=api, pid_of=pid_of))
-    log.info("egress: proxy for kube-apiserver's `cluster` traffic on %s:%d", LOOPBACK, port)
+    log.info("egress: proxy for kube-apiserver's `cluster` and `controlplane` traffic on %s:%d", LOOPBACK, port)
     return proxy

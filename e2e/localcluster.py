@@ -925,15 +925,24 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def runtime_processes(state_dir: Path) -> list[tuple[str, int]]:
     """(<ns>/<pod> <container>, pid) of every container process the runtime runs now, from its logs' last
-    `--- runtime: start` line (the pid a restart got)."""
+    `--- runtime: start` line (the pid a restart got). A pid counts only while /proc/<pid>/exe is a binary in the
+    operators' bin dir the runtime was started with (a reused pid is someone else); an unreadable line is skipped."""
+    state = State.load(state_dir)
+    runtime = next((p for p in (state.procs if state else []) if p.name == "runtime"), None)
+    bin_arg = next((a for a in (runtime.argv if runtime else []) if a.startswith("--bin-dir=")), None)
+    if bin_arg is None:
+        return []
+    bin_dir = os.path.realpath(bin_arg.removeprefix("--bin-dir="))
     found = []
     for log_path in sorted(runtime_dir(state_dir).glob("*.log")):
         text = log_path.read_text(errors="replace")
-        if "--- runtime: start #" not in text:
-            continue
-        pid = int(text.rsplit("--- runtime: start #", 1)[1].split("(pid ", 1)[1].split(")", 1)[0])
-        if Path(f"/proc/{pid}").exists():
+        try:
+            pid = int(text.rsplit("--- runtime: start #", 1)[1].split("(pid ", 1)[1].split(")", 1)[0])
+            exe = os.readlink(f"/proc/{pid}/exe")
             ns, pod, container = log_path.stem.split("_", 2)
+        except (IndexError, ValueError, OSError):
+            continue
+        if os.path.dirname(exe) == bin_dir:
             found.append((f"{ns}/{pod} {container}", pid))
     return found
 

@@ -115,6 +115,9 @@ def run_probe(probe: JSON, container: JSON, pid: int) -> tuple[bool, str]:
             return True, f"connected to port {port}"
     except (OSError, ValueError, http.client.HTTPException) as e:
         return False, f"{type(e).__name__}: {e}"
+    except Exception as e:  # a probe that errs is a failed probe, never the runtime's end
+        log.exception("readiness probe of container %s (pid %d): unexpected error", container.get("name"), pid)
+        return False, f"{type(e).__name__}: {e}"
     return True, "exec probe not run by the runtime: treated as passing"
 
 
@@ -173,7 +176,11 @@ class Prober:
         if self.pending is not None:
             if not self.pending.done():
                 return
-            passed, message = self.pending.result()
+            try:
+                passed, message = self.pending.result()
+            except Exception as e:  # run_probe catches everything; a cancelled future: a failed probe
+                log.exception("%s: readiness probe: unexpected error", self.name)
+                passed, message = False, f"{type(e).__name__}: {e}"
             self.pending = None
             self.record(probe, passed, message)
         now = time.monotonic()

@@ -237,6 +237,8 @@ class Runtime:
                 self.sync_pod(ref, pod)
             except (ApiError, OSError, ValueError, StopIteration) as e:
                 log.warning("pod %s: %s", ref, e)
+            except Exception:  # one pod's surprise must not stop the others (nor the runtime)
+                log.exception("pod %s: unexpected error", ref)
 
     def sync_pod(self, ref: str, pod: JSON) -> None:
         ns, name = ref.split("/")
@@ -634,6 +636,8 @@ def main(argv: list[str] | None = None) -> int:
                 runtime.reconcile()
             except (ApiError, OSError) as e:
                 log.warning("reconcile: %s", e)
+            except Exception:  # the runtime, its operators and the egress proxy live on; the next tick retries
+                log.exception("reconcile: unexpected error")
             time.sleep(POLL_SECONDS)
     finally:
         if proxy is not None:

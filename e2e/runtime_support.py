@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import http.client
 import os
+import signal
 from pathlib import Path
 
 import kube_rest
+import pytest
 from kube_rest import JSON
 from netns import connect_in_netns
 from test_apply_support import kfctl
@@ -94,6 +96,27 @@ def started_controllers(text: str, count: int = 1) -> bool:
 def runtime_pid(text: str) -> int:
     """The pid the runtime last started (its log line `--- runtime: start #N (pid P): ...`)."""
     return int(text.rsplit("--- runtime: start #", 1)[1].split("(pid ", 1)[1].split(")", 1)[0])
+
+
+def kill_operator(pid: int, binary: str = "training-operator") -> None:
+    """SIGKILL `pid` (read from a runtime log), but only once it is sure to be the operator the runtime runs: its
+    /proc/<pid>/exe is the operator's binary and it is in a network namespace other than ours. Anything else (a
+    reused pid, a process still between fork and exec) fails the test and is never signalled."""
+    import localcluster
+
+    expected = os.path.realpath(localcluster.operators_dir() / binary)
+    try:
+        exe = os.readlink(f"/proc/{pid}/exe")
+        netns, ours = os.readlink(f"/proc/{pid}/ns/net"), os.readlink("/proc/self/ns/net")
+    except OSError as e:
+        pytest.fail(f"pid {pid} is not the {binary} process (not killed): {e}", pytrace=False)
+    if exe != expected or netns == ours:
+        pytest.fail(
+            f"pid {pid} is not the {binary} process (not killed): exe {exe} (expected {expected}), network "
+            f"namespace {netns} ({'ours' if netns == ours else 'its own'})",
+            pytrace=False,
+        )
+    os.kill(pid, signal.SIGKILL)
 
 
 def process_start(pid: int) -> float:

@@ -149,27 +149,36 @@ def namespaced_path(base: str, plural: str, namespace: str | None, name: str = "
 
 def lease_holder(api: kube_rest.Client) -> str | None:
     """Who holds the stand-in's lease now, or None when nobody does."""
-    lease = api.get(f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases/{LEASE_NAME}")
-    if not lease:
-        return None
-    spec = lease.get("spec", {})
+    return live_holder(api.get(f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases/{LEASE_NAME}"))
+
+
+def live_holder(lease: JSON | None) -> str | None:
+    """The lease's holder while it holds it (a holderIdentity, renewed within leaseDurationSeconds), else None."""
+    spec = (lease or {}).get("spec") or {}
     renewed = spec.get("renewTime")
     if not renewed or not spec.get("holderIdentity"):
         return None
-    renewed_at = dt.datetime.strptime(renewed[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=dt.timezone.utc)
+    try:
+        renewed_at = dt.datetime.strptime(renewed[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=dt.timezone.utc)
+    except ValueError:
+        return None
     if now() - renewed_at > dt.timedelta(seconds=spec.get("leaseDurationSeconds", LEASE_SECONDS)):
         return None
     return str(spec["holderIdentity"])
 
 
 def webhook_addresses(api: kube_rest.Client) -> dict[str, str]:
-    """The webhook Services the acting stand-in serves, "<namespace>/<service>" → "127.0.0.1:<port>"."""
+    """The webhook Services the acting stand-in serves, "<namespace>/<service>" → "127.0.0.1:<port>"; none while
+    nobody holds the lease (a released or expired lease's annotation is stale: that stand-in serves nothing)."""
     lease = api.get(f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases/{LEASE_NAME}")
+    if live_holder(lease) is None:
+        return {}
     annotations = ((lease or {}).get("metadata") or {}).get("annotations") or {}
     try:
-        return dict(json.loads(annotations.get(WEBHOOK_ADDRESSES) or "{}"))
+        addresses = json.loads(annotations.get(WEBHOOK_ADDRESSES) or "{}")
     except ValueError:
         return {}
+    return {str(k): str(v) for k, v in addresses.items()} if isinstance(addresses, dict) else {}
 
 
 def hold_lease(api: kube_rest.Client, identity: str, *, annotations: dict[str, str] | None = None) -> bool:
@@ -762,6 +771,8 @@ def main(argv: list[str] | None = None) -> int:
             lease = api.get(path)
             if lease and lease.get("spec", {}).get("holderIdentity") == identity:
                 lease["spec"]["holderIdentity"] = ""
+                # Its webhook stops with it: no address may outlive the stand-in that serves it.
+                (lease["metadata"].get("annotations") or {}).pop(WEBHOOK_ADDRESSES, None)
                 api.replace(path, lease)
         except Exception as e:
             log.warning("releasing the lease: %s", e)

@@ -1,6 +1,6 @@
 """Real admission-webhook calls: a webhook that nobody serves yet makes creation fail (failurePolicy Fail), and
-creation succeeds once the test serves it on https://127.0.0.1:<port> (a `url` webhook: the API server dials it
-directly, as `controlplane` egress; Service webhooks go through the egress proxy, see test_egress.py)."""
+creation succeeds once the test serves it on https://127.0.0.1:<port> (a `url` webhook: `controlplane` egress, which
+the egress proxy passes straight through to loopback; Service webhooks go through it too, see test_egress.py)."""
 
 from __future__ import annotations
 

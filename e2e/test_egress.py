@@ -1,12 +1,13 @@
 """The API server's egress proxy (e2e/egress.py), with the session's real API server.
 
-kube-apiserver sends its `cluster` traffic (Service webhooks, kubelet calls, the proxy subresources) through the
-proxy the process runtime serves. Here: loopback targets pass straight through (kubectl logs reaches kwok; an
-HTTPS request to the API server goes through a tunnel untouched); a target that is no Service's cluster IP is
-refused at once and never dialled, and kube-apiserver quotes the refusal; a webhook Service whose pod no process
-serves is refused fast; cert-manager's webhook, played by the stand-in (e2e/standin_webhook.py), admits an Issuer
-and a Certificate through it; no socket of ours leaves loopback meanwhile (`e2e/cluster check-loopback`). The
-proxy leading to an operator the runtime runs is in test_runtime.py (the training operator's TFJob validator).
+kube-apiserver sends its `cluster` traffic (Service webhooks, kubelet calls, the proxy subresources) and its
+`controlplane` traffic (`url` webhooks) through the proxy the process runtime serves. Here: loopback targets pass
+straight through (kubectl logs reaches kwok; an HTTPS request to the API server goes through a tunnel untouched); a
+target that is no Service's cluster IP is refused at once and never dialled, and kube-apiserver quotes the refusal
+(a `url` webhook's too); a webhook Service whose pod no process serves is refused fast; cert-manager's webhook,
+played by the stand-in (e2e/standin_webhook.py), admits an Issuer and a Certificate through it; no socket of ours
+leaves loopback meanwhile (`e2e/cluster check-loopback`). The proxy leading to an operator the runtime runs is in
+test_runtime.py (the training operator's TFJob validator).
 """
 
 from __future__ import annotations
@@ -57,8 +58,15 @@ def kubectl(kubeconfig: str, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def runtime_log(state: localcluster.State) -> str:
-    return (Path(state.state_dir) / "logs" / "runtime.log").read_text(errors="replace")
+def runtime_log(state: localcluster.State, since: int = 0) -> str:
+    """The runtime's log from byte `since` on (a `log_size` taken at a test's start: only what it caused)."""
+    with open(Path(state.state_dir) / "logs" / "runtime.log", "rb") as f:
+        f.seek(since)
+        return f.read().decode(errors="replace")
+
+
+def log_size(state: localcluster.State, name: str = "runtime") -> int:
+    return (Path(state.state_dir) / "logs" / f"{name}.log").stat().st_size
 
 
 def connect(state: localcluster.State, authority: str) -> tuple[str, ssl.SSLSocket]:
@@ -136,6 +144,40 @@ def running_pod(api: kube_rest.Client, namespace: str, name: str, **container: A
     return result
 
 
+def webhook_refusal(api: kube_rest.Client, namespace: str, client_config: JSON) -> tuple[str, str, float]:
+    """Register a failurePolicy Fail webhook at `client_config` for ConfigMaps with its label, create those until one
+    is refused (a new configuration takes a moment to be in force), delete the webhook: its name, the API server's
+    message and how long the refused create took."""
+    name = f"e2e-{uuid.uuid4().hex[:8]}.kfctl.test"
+    selector = {"e2e.kfctl.dev/webhook": name}
+    api.create(
+        "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+        webhook_configuration(name, client_config=client_config, selector=selector),
+    )
+    attempts = iter(range(1000))
+
+    def refused() -> tuple[str, float] | None:
+        started = time.monotonic()
+        try:
+            api.create(
+                f"/api/v1/namespaces/{namespace}/configmaps",
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": f"cm-{next(attempts)}", "labels": selector},
+                },
+            )
+        except ApiError as e:
+            return str(json.loads(e.body)["message"]), time.monotonic() - started
+        return None  # the configuration is not in force yet
+
+    try:
+        message, seconds = poll(refused, timeout=30, what="the webhook to be called")
+    finally:
+        api.delete(f"/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/{name}")
+    return name, message, seconds
+
+
 def assert_loopback_only(state: localcluster.State) -> None:
     assert localcluster.non_loopback_sockets(state) == []
     check = run_cluster("check-loopback", "--state-dir", state.state_dir)
@@ -146,12 +188,13 @@ def test_loopback_targets_pass_straight_through(
     state: localcluster.State, kubeconfig: str, namespace: str, api: kube_rest.Client
 ) -> None:
     # kubectl logs: API server → kubelet is `cluster` traffic; kwok's kubelet port is on 127.0.0.1.
+    since = log_size(state)
     running_pod(api, namespace, "logs")
     logs = kubectl(kubeconfig, "logs", "-n", namespace, "logs")
     # kwok's own answer (it keeps no logs), so the request got there and back.
     assert 'no logs found for container "main"' in logs.stderr, logs.stderr
     assert f"egress: CONNECT 127.0.0.1:{state.ports['kwok']} → loopback 127.0.0.1:{state.ports['kwok']}" in (
-        runtime_log(state)
+        runtime_log(state, since)
     )
 
     # A tunnel carries TLS untouched: HTTPS to the API server through it, with the admin's certificate.
@@ -169,16 +212,17 @@ def test_loopback_targets_pass_straight_through(
 def test_a_target_that_is_no_service_is_refused_and_never_dialled(
     state: localcluster.State, kubeconfig: str, namespace: str, api: kube_rest.Client
 ) -> None:
+    since = log_size(state)
     started = time.monotonic()
     status, sock = connect(state, "10.1.2.3:443")
     sock.close()
-    # At once: a dial of 10.1.2.3 would have waited for its (here: 5 s) timeout or an answer.
-    assert time.monotonic() - started < 2
+    # The refusal's reason is the proof that nothing was dialled; the time only bounds it (a loaded machine).
+    assert time.monotonic() - started < 10
     assert status == "HTTP/1.1 403 10.1.2.3:443 is no Service's cluster IP and port; the proxy dials only loopback"
     status, sock = connect(state, "example.invalid:443")
     sock.close()
     assert status.startswith("HTTP/1.1 403 CONNECT example.invalid:443: not an IP address")
-    assert "egress: refused (403): 10.1.2.3:443 is no Service's cluster IP and port" in runtime_log(state)
+    assert "egress: refused (403): 10.1.2.3:443 is no Service's cluster IP and port" in runtime_log(state, since)
 
     # kube-apiserver asks the same for a pod's IP (the pods/proxy subresource; pod IPs are fiction here): refused,
     # and the refusal reaches the user.
@@ -213,40 +257,30 @@ def test_a_webhook_service_without_a_process_is_refused_fast(
             "spec": {"selector": {"app": "no-process"}, "ports": [{"port": 443, "targetPort": "webhook"}]},
         },
     )
-    name = f"e2e-{uuid.uuid4().hex[:8]}.kfctl.test"
-    selector = {"e2e.kfctl.dev/webhook": name}
     client_config = {"service": {"name": "no-process", "namespace": namespace, "path": "/validate"}}
-    api.create(
-        "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
-        webhook_configuration(name, client_config=client_config, selector=selector),
-    )
-    try:
-        attempts = iter(range(1000))
+    name, message, seconds = webhook_refusal(api, namespace, client_config)
+    assert f'failed calling webhook "configmaps.{name}"' in message, message
+    assert (
+        f"code 502: 502 Service {namespace}/no-process port 443: pod {pod['metadata']['name']}: no process runs "
+        "for it (image example.invalid/webhook:1)"
+    ) in message, message
+    assert seconds < 10, f"refused after {seconds:.1f} s: {message}"
+    assert_loopback_only(state)
 
-        def refused() -> tuple[str, float] | None:
-            started = time.monotonic()
-            try:
-                api.create(
-                    f"/api/v1/namespaces/{namespace}/configmaps",
-                    {
-                        "apiVersion": "v1",
-                        "kind": "ConfigMap",
-                        "metadata": {"name": f"cm-{next(attempts)}", "labels": selector},
-                    },
-                )
-            except ApiError as e:
-                return json.loads(e.body)["message"], time.monotonic() - started
-            return None  # the configuration is not in force yet
 
-        message, seconds = poll(refused, timeout=30, what="the webhook to be called")
-        assert f'failed calling webhook "configmaps.{name}"' in message, message
-        assert (
-            f"code 502: 502 Service {namespace}/no-process port 443: pod {pod['metadata']['name']}: no process runs "
-            "for it (image example.invalid/webhook:1)"
-        ) in message, message
-        assert seconds < 5, f"refused after {seconds:.1f} s: {message}"
-    finally:
-        api.delete(f"/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/{name}")
+def test_a_url_webhook_off_loopback_is_refused_and_never_dialled(
+    state: localcluster.State, namespace: str, api: kube_rest.Client
+) -> None:
+    """A `url` webhook is kube-apiserver's `controlplane` traffic: it too goes through the proxy, which refuses an
+    address that is not loopback (nor a Service's), and the API server fails the request quoting the refusal."""
+    since = log_size(state)
+    name, message, _ = webhook_refusal(api, namespace, {"url": "https://10.1.2.3:443/validate"})
+    assert f'failed calling webhook "configmaps.{name}"' in message, message
+    assert (
+        f"proxy error from 127.0.0.1:{state.ports['egress']} while dialing 10.1.2.3:443, code 403: "
+        "403 10.1.2.3:443 is no Service's cluster IP and port; the proxy dials only loopback"
+    ) in message, message
+    assert "egress: refused (403): 10.1.2.3:443 is no Service's cluster IP and port" in runtime_log(state, since)
     assert_loopback_only(state)
 
 
@@ -257,6 +291,7 @@ def test_cert_manager_objects_are_admitted_through_the_standin_webhook(
     # kfctl makes its inventory namespace (kubeflow) when it is missing and leaves it; a later install of the
     # `common` application would then find it existing (test_ownership.py's drift test).
     kubeflow_existed = api.get("/api/v1/namespaces/kubeflow") is not None
+    since, standin_since = log_size(state), log_size(state, "standin")
     install(app, "cert-manager", kubeconfig=kubeconfig, wait_timeout="3m")
     try:
         issuer = {
@@ -282,10 +317,14 @@ def test_cert_manager_objects_are_admitted_through_the_standin_webhook(
             what="the Issuer to be admitted",
         )
         api.create(f"/apis/cert-manager.io/v1/namespaces/{namespace}/certificates", certificate)
-        standin_log = (Path(state.state_dir) / "logs" / "standin.log").read_text(errors="replace")
+        with open(Path(state.state_dir) / "logs" / "standin.log", "rb") as f:
+            f.seek(standin_since)
+            standin_log = f.read().decode(errors="replace")
         for kind, name in (("Issuer", "selfsigned"), ("Certificate", "demo")):
             assert f"allowed CREATE cert-manager.io/{kind} {namespace}/{name}" in standin_log, standin_log[-2000:]
-        assert "→ Service cert-manager/cert-manager-webhook port 443 → pod cert-manager-webhook-" in runtime_log(state)
+        assert "→ Service cert-manager/cert-manager-webhook port 443 → pod cert-manager-webhook-" in runtime_log(
+            state, since
+        )
         poll(
             lambda: any(
                 c["type"] == "Ready" and c["status"] == "True"

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -29,7 +27,7 @@ import kube_rest
 import pytest
 from harness import poll, run_cluster
 from kube_rest import JSON, ApiError
-from runtime_support import operator_logs, operator_pods, runtime_pid, started_controllers
+from runtime_support import kill_operator, operator_logs, operator_pods, runtime_pid, started_controllers
 from test_apply_support import install, kfctl
 
 pytestmark = pytest.mark.e2e
@@ -182,7 +180,7 @@ def test_training_operator_runs_and_creates_tfjob_pods(kubeconfig: str, tmp_path
         print(f"\noperator pid {pid}, in its network namespace: {inside}", file=sys.stderr)
 
         # An exited process is restarted (the operator re-acquires its lease).
-        os.kill(pid, signal.SIGKILL)
+        kill_operator(pid)
         poll(
             lambda: started_controllers(operator_logs(runtime).get(pod, ""), 2),
             timeout=60,

@@ -14,8 +14,6 @@ operator binaries and root, like test_runtime.py.
 from __future__ import annotations
 
 import calendar
-import os
-import signal
 import sys
 import threading
 import time
@@ -31,6 +29,7 @@ from runtime_support import (
     condition,
     http_status_in_netns,
     install_training_operator,
+    kill_operator,
     live_operator_pods,
     operator_logs,
     process_start,
@@ -213,8 +212,8 @@ def test_killed_operator_is_not_ready_until_restarted_and_ready_again(
         before = poll(ready, timeout=60, what="the operator's pod to be Ready")
         assert container(before)["restartCount"] == 0
         pid = runtime_pid(operator_logs(pod_runtime)[rollout.pod])
+        kill_operator(pid)
         killed = time.time()
-        os.kill(pid, signal.SIGKILL)
 
         def down() -> JSON | None:
             pod = api.get(path)
