@@ -14,27 +14,12 @@ from pathlib import Path
 import kube_rest
 import pytest
 from harness import poll
+from runtime_support import TFJOBS, live_operator_pods, operator_logs, tfjob
 from test_apply_support import REPO, kfctl
 
 pytestmark = pytest.mark.e2e
 
 POD_RULE = '  - apiGroups: [""]\n    resources: [pods]\n    verbs: [create, delete, get, list, patch, update, watch]\n'
-TFJOBS = "/apis/kubeflow.org/v1/namespaces/kubeflow/tfjobs"
-SEED = {
-    "apiVersion": "kubeflow.org/v1",
-    "kind": "TFJob",
-    "metadata": {"name": "rbac-seed", "namespace": "kubeflow"},
-    "spec": {
-        "tfReplicaSpecs": {
-            role: {
-                "replicas": 1,
-                "restartPolicy": "Never",
-                "template": {"spec": {"containers": [{"name": "tensorflow", "image": "example.invalid/tf:1"}]}},
-            }
-            for role in ("PS", "Worker")
-        }
-    },
-}
 
 
 def catalog_without_pod_rule(root: Path) -> Path:
@@ -47,11 +32,13 @@ def catalog_without_pod_rule(root: Path) -> Path:
     return root
 
 
-def forbidden_lines(runtime: Path) -> list[str]:
+def forbidden_lines(api: kube_rest.Client, runtime: Path) -> list[str]:
+    """Forbidden lines in the logs of the operator pods that exist now (not those of earlier tests' installs)."""
+    logs = operator_logs(runtime)
     return [
         line
-        for log in runtime.glob("kubeflow_training-operator-*_training-operator.log")
-        for line in log.read_text(errors="replace").splitlines()
+        for pod in live_operator_pods(api)
+        for line in logs.get(pod["metadata"]["name"], "").splitlines()
         if 'pods is forbidden: User "system:serviceaccount:kubeflow:training-operator"' in line
     ]
 
@@ -71,9 +58,9 @@ def test_a_clusterrole_missing_the_pod_rule_leaves_the_tfjob_without_pods_and_th
             run = kfctl(*args, kubeconfig=kubeconfig)
             # Every object is valid: the install itself succeeds.
             assert run.code in (0, 10), run.explain()
-        api.create(TFJOBS, SEED)
+        api.create(TFJOBS, tfjob("rbac-seed"))
         lines = poll(
-            lambda: forbidden_lines(pod_runtime),
+            lambda: forbidden_lines(api, pod_runtime),
             timeout=120,
             what="the training operator to log that its ServiceAccount may not use pods",
         )
