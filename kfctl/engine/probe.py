@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from kfctl.health.model import Health, failed, progressing, ready
+from kfctl.health.model import Health, condition, explain, failed, progressing, ready
 from kfctl.health.pods import pod_problems
 from kfctl.health.registry import health_of
 from kfctl.health.webhook import BackendFacts, webhook_backend
@@ -187,7 +187,12 @@ def workload_problems(cluster: Cluster, key: ObjectKey, live: Obj) -> list[str]:
     events = [e for e in _events(cluster, key.namespace) if (e.get("involvedObject") or {}).get("name") in names]
     problems = pod_problems(pods, events)
     if not pods:
-        problems.append("no pods created (check the ReplicaSet's events: quota, admission, service account)")
+        # The ReplicaSet controller's last refusal (a webhook, a quota), which the Deployment carries over.
+        refused = condition(live, "ReplicaFailure")
+        if refused and refused.get("status") == "True":
+            problems.append(f"no pods created: {explain(refused)}")
+        else:
+            problems.append("no pods created (check the ReplicaSet's events: quota, admission, service account)")
     return problems
 
 

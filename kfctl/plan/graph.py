@@ -20,6 +20,7 @@ from kfctl.objects import Obj, ObjectKey, key_of
 from kfctl.plan import rules
 from kfctl.plan.duplicates import Copy
 from kfctl.plan.hoist import Hoist, Need, hoisted_steps
+from kfctl.plan.podhooks import pod_template, reaches
 from kfctl.plan.rules import EdgeRule
 from kfctl.plan.selectors import matches
 
@@ -163,6 +164,8 @@ class _Builder:
         self.by_key = by_key
         self.crds: dict[tuple[str, str], Step] = {}  # (group, kind) -> CRD step
         self.plurals: dict[tuple[str, str], str] = dict(rules.BUILTIN_PLURALS)
+        # failurePolicy=Fail webhooks: (webhook, its backend's step, its configuration's step).
+        self.matchers: list[tuple[Mapping[str, Any], Step, Step]] = []
         # CRD name (<plural>.<group>) → the external application's check that vouches for it.
         self.external_crds: dict[str, Step] = {
             crd: step for step in plan.steps.values() if step.external for crd in step.external.crds
@@ -189,6 +192,7 @@ class _Builder:
             self._structural(step, step.key, step.obj)
         self._webhooks(steps)
         self._applications(steps)
+        self._admitted_pods(steps)
 
     def _structural(self, step: Step, key: ObjectKey, obj: Obj) -> None:
         crd = self.crds.get((key.group, key.kind))
@@ -242,7 +246,7 @@ class _Builder:
     # --- webhooks ------------------------------------------------------------------------------------------
     def _webhooks(self, steps: list[Step]) -> None:
         backends: dict[str, Step] = {}
-        matchers: list[tuple[Mapping[str, Any], Step]] = []
+        matchers = self.matchers
         for step in steps:
             key, obj = step.key, step.obj
             assert key is not None and obj is not None
@@ -252,12 +256,12 @@ class _Builder:
             for hook in obj.get("webhooks") or []:
                 backend = self._backend(backends, step, hook, inject)
                 if hook.get("failurePolicy", "Fail") == "Fail":
-                    matchers.append((hook, backend))
+                    matchers.append((hook, backend, step))
         for step, obj, key in ((s, s.obj, s.key) for s in steps):
             assert key is not None and obj is not None
             if (key.group, key.kind) in rules.WEBHOOK_CONFIG_KINDS:
                 continue
-            for hook, backend in matchers:
+            for hook, backend, _ in matchers:
                 if self._admits(hook, key, obj):
                     self.edge(step, backend, rules.WEBHOOK)
             crd_conv = self._conversion_backend(backends, step, key, obj)
@@ -357,6 +361,22 @@ class _Builder:
                 continue
             return True
         return False
+
+    def _admitted_pods(self, steps: list[Step]) -> None:
+        """A workload's pods pass the Fail webhooks that admit pods: see :mod:`kfctl.plan.podhooks`. Runs
+        last, as whether the backend needs the workload depends on every other edge (dependsOn included)."""
+        for step in steps:
+            assert step.key is not None and step.obj is not None
+            pod = pod_template(step.key, step.obj)
+            if pod is None:
+                continue
+            for hook, backend, config in self.matchers:
+                if not self._admits(hook, key_of(pod), pod):
+                    continue
+                if reaches(self.plan, backend.id, step.id):
+                    self.edge(config, step, rules.ADMITS_ITS_NEEDS)
+                else:
+                    self.edge(step, backend, rules.POD_WEBHOOK)
 
     # --- applications ------------------------------------------------------------------------------------
     def _applications(self, steps: list[Step]) -> None:

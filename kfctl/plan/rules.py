@@ -29,6 +29,14 @@ POD_REF = EdgeRule("pod-ref", "its pods reference it (ConfigMap/Secret/ServiceAc
 PRIORITY_CLASS = EdgeRule("priority-class", "its pods' PriorityClass exists", order_only=True, shared=True)
 STORAGE_CLASS = EdgeRule("storage-class", "its StorageClass exists", order_only=True, shared=True)
 WEBHOOK = EdgeRule("webhook", "a failurePolicy=Fail webhook that admits it has a ready backend", order_only=False)
+POD_WEBHOOK = EdgeRule(
+    "pod-webhook", "a failurePolicy=Fail webhook admits its pods: they are created once its backend answers", False
+)
+ADMITS_ITS_NEEDS = EdgeRule(
+    "admits-its-needs",
+    "it would admit the pods of a workload its own backend needs: registered once that workload is Available",
+    order_only=False,
+)
 CONVERSION = EdgeRule("conversion-webhook", "its CRD's conversion webhook backend is ready", order_only=False)
 APISERVICE = EdgeRule("apiservice", "the APIService serving its group is Available", order_only=False)
 DEPENDS_ON = EdgeRule("depends-on", "its application depends on that one (catalog/KfDef dependsOn)", order_only=False)
