@@ -14,7 +14,7 @@ from kfctl.engine import labels, ownership
 from kfctl.engine.apply import ApplyOptions, ApplyResult, Engine
 from kfctl.engine.events import EventLog
 from kfctl.k8s.api import ApiError
-from kfctl.objects import Obj, ObjectKey
+from kfctl.objects import Obj, ObjectKey, key_of
 from kfctl.plan.graph import Step, build_plan
 
 FAST = ApplyOptions(concurrency=4, wait_timeout=2.0, timeout=10.0, poll_interval=0.01)
@@ -152,6 +152,41 @@ def test_an_immutable_field_change_names_the_field_and_needs_opt_in() -> None:
     result, log = run(cluster, [NS, obj("v1", "ConfigMap", "c", "demo", data={"a": "2"})], options=options)
     assert result.ok and [e.subject for e in log.of("Recreated")] == ["ConfigMap demo/c"]
     assert cluster.live(key)["metadata"]["uid"] != old_uid  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("api_version", "kind", "name", "namespace", "why"),
+    [
+        ("v1", "Namespace", "team", "", "deleting a Namespace deletes everything in it"),
+        ("v1", "PersistentVolumeClaim", "data", "demo", "deleting it can delete the data it holds"),
+        (
+            "apiextensions.k8s.io/v1",
+            "CustomResourceDefinition",
+            "things.example.org",
+            "",
+            "deleting a CRD deletes every object of its kind",
+        ),
+    ],
+)
+def test_recreate_immutable_never_deletes_what_holds_data(
+    api_version: str, kind: str, name: str, namespace: str, why: str
+) -> None:
+    cluster = FakeCluster()
+    desired = obj(api_version, kind, name, namespace, spec={"x": "2"})
+    key = key_of(desired)
+    cluster.put(obj(api_version, kind, name, namespace, spec={"x": "1"}))
+    old_uid = cluster.live(key)["metadata"]["uid"]  # type: ignore[index]
+    cluster.fail(
+        key, ApiError(422, "field is immutable", causes=[{"field": "spec.x", "message": "field is immutable"}])
+    )
+    options = ApplyOptions(concurrency=2, wait_timeout=2, timeout=10, poll_interval=0.01, recreate_immutable=True)
+    result, log = run(cluster, [NS, desired], options=options)
+    assert result.failed[0].message == (
+        f"immutable field(s) changed: spec.x; kfctl never recreates it ({why}): change it back in the source, "
+        "or migrate by hand (field is immutable)"
+    )
+    assert not log.of("Recreated")
+    assert cluster.live(key)["metadata"]["uid"] == old_uid  # type: ignore[index]
 
 
 def test_ctrl_c_while_a_recreate_waits_for_the_old_object_to_go_ends_the_run_at_once() -> None:

@@ -1,7 +1,13 @@
 """`kfctl diff`: what apply would change — a server-side dry run of each object against the live one.
 
-Secrets' values are masked (a short digest shows whether a value changed without revealing it). Fields
-the server owns (managedFields, resourceVersion, status …) and kfctl's content-hash annotation are left
+An upgrade (a new release of a repo, new paths) changes hundreds of objects at once, so the report leads with
+a summary per application: objects added, changed, removed, and those whose change the API server refuses
+as immutable (a Deployment's selector, a Service's clusterIP …), which apply recreates only when told to
+(``--recreate-immutable``). Objects the new render no longer holds are listed as removed, with the flag
+apply needs to delete a kind it keeps by default (Namespaces, CRDs, storage, adopted objects).
+
+Secrets' values are masked (a short digest shows whether a value changed without revealing it). Fields the
+server owns (managedFields, resourceVersion, status …) and kfctl's content-hash annotation are left
 out of the comparison, so only changes the user made show.
 """
 
@@ -24,26 +30,48 @@ from kfctl.engine.drift import comparable
 from kfctl.engine.retry import classify
 from kfctl.errors import ApiDeniedError, ClusterError
 from kfctl.k8s.api import ApiError, Cluster, NoKindMatch
+from kfctl.plan import rules
 from kfctl.plan.graph import Step
+
+ACTIONS = ("create", "update", "prune", "recreate")
 
 
 @dataclass(frozen=True)
 class ObjectDiff:
     subject: str
-    action: str  # create | update | prune
+    action: str  # one of ACTIONS; recreate: an immutable field changes (apply needs --recreate-immutable)
+    application: str
     patch: list[dict[str, Any]] = field(default_factory=list)
+    immutable: tuple[str, ...] = ()  # the refused fields, for recreate
+    reason: str = ""  # recreate: the API server's words; prune: why apply keeps it by default ("" if not)
 
 
 @dataclass
 class DiffReport:
     diffs: list[ObjectDiff] = field(default_factory=list)
     unchanged: int = 0
+    unchanged_by_app: dict[str, int] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, dict[str, int]]:
+        """Application → count per action, plus unchanged; every application of the bundle or the inventory."""
+        out: dict[str, dict[str, int]] = {}
+        for app in sorted({*self.unchanged_by_app, *(d.application for d in self.diffs)}):
+            out[app] = {a: 0 for a in ACTIONS} | {"unchanged": self.unchanged_by_app.get(app, 0)}
+        for d in self.diffs:
+            out[d.application][d.action] += 1
+        return out
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "changes": [{"object": d.subject, "action": d.action, "patch": d.patch} for d in self.diffs],
-            "unchanged": self.unchanged,
-        }
+        changes = []
+        for d in self.diffs:
+            change: dict[str, Any] = {"object": d.subject, "application": d.application, "action": d.action}
+            change["patch"] = d.patch
+            if d.action == "recreate":
+                change["immutable"] = list(d.immutable)
+            if d.reason:
+                change["reason"] = d.reason
+            changes.append(change)
+        return {"summary": self.summary(), "changes": changes, "unchanged": self.unchanged}
 
 
 def diff_kfdef(
@@ -62,14 +90,16 @@ def diff_kfdef(
         try:
             res = cluster.resource(str(desired["apiVersion"]), step.key.kind)
         except NoKindMatch:
-            return ObjectDiff(step.id, "create")  # its CRD is not installed yet
+            return ObjectDiff(step.id, "create", step.app)  # its CRD is not installed yet
         live = cluster.get(res.api_version, step.key.kind, namespace=step.key.namespace, name=step.key.name)
         if live is None:
-            return ObjectDiff(step.id, "create")
+            return ObjectDiff(step.id, "create", step.app)
         try:
             after = cluster.apply(desired, dry_run=True)
         except ApiError as e:
             c = classify(e)
+            if c.verdict == "immutable":
+                return ObjectDiff(step.id, "recreate", step.app, immutable=c.fields, reason=c.message)
             if c.verdict == "transient":  # a webhook not answering yet, a throttled or restarting server
                 raise ClusterError(
                     f"{step.id}: the server-side dry run could not run: {c.message}",
@@ -77,19 +107,37 @@ def diff_kfdef(
                 ) from e
             raise ApiDeniedError(f"{step.id}: the server-side dry run was rejected: {c.message}") from e
         patch = jsonpatch.make_patch(comparable(live), comparable(after)).patch
-        return ObjectDiff(step.id, "update", patch) if patch else None
+        return ObjectDiff(step.id, "update", step.app, patch) if patch else None
 
+    steps = sorted(plan.objects(), key=lambda s: s.id)
     with talking_to(cluster, "comparing with the live objects"), ThreadPoolExecutor(max_workers=8) as pool:
-        results = list(pool.map(one, sorted(plan.objects(), key=lambda s: s.id)))
+        results = list(pool.map(one, steps))
     report = DiffReport()
-    for r in results:
+    for step, r in zip(steps, results, strict=True):
         if r is None:
             report.unchanged += 1
+            report.unchanged_by_app[step.app] = report.unchanged_by_app.get(step.app, 0) + 1
         else:
             report.diffs.append(r)
     with talking_to(cluster, "reading the inventory"):
         inv = inventory.read(cluster, name=bundle.inventory_name, namespace=kfdef.namespace)
     wanted = {k for k, _ in bundle.members()}
     for key in sorted(set(inv.members) - wanted if inv else set()):
-        report.diffs.append(ObjectDiff(str(key), "prune"))
+        assert inv is not None
+        member = inv.members[key]
+        report.diffs.append(ObjectDiff(str(key), "prune", member.application, reason=_kept_without(member)))
     return report
+
+
+def _kept_without(member: inventory.Member) -> str:
+    """The flag without which apply keeps this object rather than pruning it (see kfctl.engine.remove)."""
+    gk = (member.key.group, member.key.kind)
+    if member.adopted:
+        return f"adopted from {member.adopted}: apply keeps it without --prune-adopted"
+    if gk == ("", "Namespace"):
+        return "apply keeps namespaces without --prune-namespaces"
+    if gk == ("apiextensions.k8s.io", "CustomResourceDefinition"):
+        return "apply keeps CRDs without --prune-crds"
+    if gk in rules.STORAGE_KINDS:
+        return "apply keeps storage without --prune-storage"
+    return ""

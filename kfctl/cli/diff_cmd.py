@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from kfctl.app.cluster import open_cluster
-from kfctl.app.diff import diff_kfdef
+from kfctl.app.diff import DiffReport, diff_kfdef
 from kfctl.catalog.load import load_catalog
 from kfctl.cli.options import get_options, global_options
 from kfctl.cli.output import emit
@@ -23,10 +23,14 @@ from kfctl.errors import EXIT_NO_CHANGES
 def diff(app_dir: Path | None, kfdef_file: Path | None, skip_generate: bool) -> None:
     """Show what apply would create, change (as JSON patches) and prune. Secret values are masked.
 
+    A summary per application comes first (added, changed, removed, and changes the API server refuses as
+    immutable, which `kfctl apply --recreate-immutable` deletes and recreates), then every change.
+
     \b
     Exit codes: 0 differences found, 10 none.
-    Example:
+    Examples:
       kfctl diff demo
+      kfctl diff demo -o json | jq '.summary'
     """
     opts = get_options()
     kfdef = resolve_kfdef(app_dir, kfdef_file)
@@ -36,14 +40,42 @@ def diff(app_dir: Path | None, kfdef_file: Path | None, skip_generate: bool) -> 
         open_cluster=lambda: open_cluster(kubeconfig=opts.kubeconfig, context=opts.context),
         render=not skip_generate,
     )
+    emit(opts, report.as_dict(), format_diff(report))
+    if not report.diffs:
+        opts.exit_code = EXIT_NO_CHANGES
+
+
+SIGNS = {"create": "+", "prune": "-", "update": "~", "recreate": "!"}
+
+
+def format_diff(report: DiffReport) -> str:
+    """The summary table, the objects apply cannot change in place, then each change with its patch."""
+    summary = report.summary()
     lines = []
+    if report.diffs:
+        width = max(len("APPLICATION"), *(len(a) for a in summary))
+        head = ("ADDED", "CHANGED", "REMOVED", "RECREATE", "UNCHANGED")
+        lines.append(f"{'APPLICATION':<{width}}  " + "  ".join(f"{h:>9}" for h in head))
+        totals = dict.fromkeys(("create", "update", "prune", "recreate", "unchanged"), 0)
+        for app, counts in summary.items():
+            row = [counts[k] for k in totals]
+            totals = {k: totals[k] + counts[k] for k in totals}
+            lines.append(f"{app or '(unknown)':<{width}}  " + "  ".join(f"{n:>9}" for n in row))
+        lines.append(f"{'total':<{width}}  " + "  ".join(f"{n:>9}" for n in totals.values()))
+        recreate = [d for d in report.diffs if d.action == "recreate"]
+        if recreate:
+            lines.append("")
+            lines.append(f"{len(recreate)} object(s) cannot be changed in place (immutable fields); `kfctl apply`")
+            lines.append("stops on them unless run with --recreate-immutable, which deletes and recreates them:")
+            for d in recreate:
+                lines.append(f"  {d.subject}  [{d.application}]: {', '.join(d.immutable)}")
+        lines.append("")
     for d in report.diffs:
-        sign = {"create": "+", "prune": "-", "update": "~"}[d.action]
-        lines.append(f"{sign} {d.subject} ({d.action})")
+        lines.append(f"{SIGNS[d.action]} {d.subject} ({d.action})")
         for op in d.patch:
             value = f" {json.dumps(op['value'], sort_keys=True)}" if "value" in op else ""
             lines.append(f"    {op['op']} {op['path']}{value}")
+        if d.reason:
+            lines.append(f"    {d.reason}")
     lines.append(f"{len(report.diffs)} change(s), {report.unchanged} unchanged")
-    emit(opts, report.as_dict(), "\n".join(lines))
-    if not report.diffs:
-        opts.exit_code = EXIT_NO_CHANGES
+    return "\n".join(lines)

@@ -33,6 +33,7 @@ from kfctl.health.model import Health, progressing, ready
 from kfctl.k8s.api import ApiError, Cluster, NoKindMatch, Unreachable
 from kfctl.objects import Obj, ObjectKey
 from kfctl.plan.graph import Plan, Step, topological_order
+from kfctl.plan.rules import never_recreated
 
 State = Literal["pending", "applying", "waiting", "ready", "failed", "blocked"]
 TERMINAL = ("ready", "failed", "blocked")
@@ -361,7 +362,7 @@ class Engine:
             out = self.cluster.apply(desired)
         except ApiError as e:
             c = classify(e)
-            if c.verdict != "immutable" or not self.options.recreate_immutable:
+            if c.verdict != "immutable" or not self.options.recreate_immutable or never_recreated(key.group, key.kind):
                 raise
             if live is None:
                 live = self.cluster.get(res.api_version, key.kind, namespace=key.namespace, name=key.name)
@@ -466,10 +467,15 @@ class Engine:
                 self._emit("Retrying", t.step, f"{c.message} (retrying in {delay:.1f}s)")
             return False
         if c.verdict == "immutable":
-            msg = (
-                f"immutable field(s) changed: {', '.join(c.fields)}; re-run with --recreate-immutable to delete "
-                f"and recreate it ({c.message})"
+            key = t.step.key
+            assert key is not None
+            why_not = never_recreated(key.group, key.kind)
+            fix = (
+                f"kfctl never recreates it ({why_not}): change it back in the source, or migrate by hand"
+                if why_not
+                else "re-run with --recreate-immutable to delete and recreate it"
             )
+            msg = f"immutable field(s) changed: {', '.join(c.fields)}; {fix} ({c.message})"
             self._fail(plan, tracks, t, result, msg, denied=True)
             return True
         self._fail(plan, tracks, t, result, c.message, denied=True)

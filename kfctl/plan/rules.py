@@ -136,6 +136,18 @@ _WORKLOAD_KINDS = frozenset({"Deployment", "StatefulSet", "DaemonSet", "ReplicaS
 STORAGE_KINDS = frozenset({("", "PersistentVolumeClaim"), ("", "PersistentVolume")})
 
 
+def never_recreated(group: str, kind: str) -> str:
+    """Why ``--recreate-immutable`` must not delete an object of this kind ("" when it may): deleting it
+    deletes data with it, which no changed field is worth."""
+    if (group, kind) == ("apiextensions.k8s.io", "CustomResourceDefinition"):
+        return "deleting a CRD deletes every object of its kind"
+    if (group, kind) == ("", "Namespace"):
+        return "deleting a Namespace deletes everything in it"
+    if (group, kind) in STORAGE_KINDS:
+        return "deleting it can delete the data it holds"
+    return ""
+
+
 def delete_phase(group: str, kind: str, *, builtin_groups: frozenset[str]) -> int:
     if (group, kind) in WEBHOOK_CONFIG_KINDS or (group, kind) == ("apiregistration.k8s.io", "APIService"):
         return 0
