@@ -3,7 +3,9 @@
 The stages are in kwok-pod-stages.yaml (read it for what kwok does to pods). Which pods the process runtime
 (e2e/runtime.py) runs is known only at `up`: it depends on which operator binaries are built and on whether a
 runtime runs at all (it needs root). This module turns that into the CEL test the stages use for RUNTIME_POD:
-"some container's image is one whose binary the runtime has", the same rule as runtime.binary_for.
+"some container's image is of a repository the runtime has a binary for", the same rule as
+runtime.is_runtime_image. It is the repository, not the release: a pod of a release without a binary is the
+runtime's too (it reports ErrImagePull), so kwok never makes it Ready.
 """
 
 from __future__ import annotations
@@ -12,17 +14,17 @@ import json
 from pathlib import Path
 
 import yaml
-from runtime import RUNNABLE_IMAGES
+from runtime import RUNNABLE_IMAGES, built_releases
 
 STAGES_FILE = Path(__file__).resolve().parent / "kwok-pod-stages.yaml"
 PLACEHOLDER = "RUNTIME_POD"
 
 
 def runnable_repositories(bin_dir: Path | None) -> list[str]:
-    """Image repositories whose pods the runtime runs from `bin_dir` (none without a runtime)."""
+    """Image repositories of which the runtime has some release in `bin_dir` (none without a runtime)."""
     if bin_dir is None:
         return []
-    return sorted(repo for repo, binary in RUNNABLE_IMAGES.items() if (bin_dir / binary).is_file())
+    return sorted(repo for repo in RUNNABLE_IMAGES if built_releases(repo, bin_dir))
 
 
 def runtime_pod_expression(repositories: list[str]) -> str:

@@ -974,7 +974,8 @@ def cmd_logs(args: argparse.Namespace) -> int:
     if not logs:
         raise ClusterError(
             f"no process ran for {ns}/{pod}{f' container {args.container}' if args.container else ''}: the runtime "
-            f"runs only containers whose image maps to a built operator (e2e/runtime.py RUNNABLE_IMAGES); "
+            f"runs only containers whose image, repository and tag, maps to a built operator (e2e/runtime.py "
+            f"RUNNABLE_IMAGES; another release of such a repository gets ErrImagePull); "
             f"its own log is {Path(state.state_dir) / 'logs' / 'runtime.log'}"
         )
     if len(logs) > 1:

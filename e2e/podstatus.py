@@ -10,7 +10,10 @@ kubelet would:
 - a process that exited: `waiting` (CrashLoopBackOff) until the runtime restarts it, not ready,
   `lastState.terminated` with its exit code (128 + signal when killed, as the kubelet reports it) and
   `restartCount` = the exits so far; after the restart it is `running` again and probed from scratch;
-- a container the runtime does not run (no binary for its image) is simulated: running and ready;
+- a container of a runtime image whose release has no binary built (runtime.pull_error): `waiting` with
+  reason ErrImagePull and the runtime's message, not ready, as a kubelet reports an image it cannot pull (the
+  pod's phase stays kwok's Running, where a kubelet would leave it Pending);
+- a container the runtime does not run (not a runtime image at all) is simulated: running and ready;
 - ContainersReady = every container ready; Ready = that and every readiness gate True. A condition's
   lastTransitionTime changes only when its status does.
 
@@ -219,13 +222,19 @@ class PodStatusWriter:
         default_factory=lambda: ThreadPoolExecutor(max_workers=PROBE_WORKERS, thread_name_prefix="probe")
     )
 
-    def sync(self, pod: JSON, processes: Mapping[str, ContainerProcess]) -> None:
-        """Probe `pod`'s processes (container name → the runtime's Process; containers not in it are simulated)
-        and write its status where it differs from what the pod says."""
+    def sync(
+        self, pod: JSON, processes: Mapping[str, ContainerProcess], *, pull_errors: Mapping[str, str] | None = None
+    ) -> None:
+        """Probe `pod`'s processes (container name → the runtime's Process), report `pull_errors` (container name →
+        why its image cannot be run; the containers in neither are simulated) and write the pod's status where it
+        differs from what the pod says."""
         meta = pod["metadata"]
         statuses = []
         for container in pod["spec"]["containers"]:
             p = processes.get(container["name"])
+            if p is None and pull_errors and container["name"] in pull_errors:
+                statuses.append(pull_error_status(container, pull_errors[container["name"]]))
+                continue
             if p is None:
                 statuses.append(simulated_status(container, pod))
                 continue
@@ -280,6 +289,19 @@ def simulated_status(container: JSON, pod: JSON) -> JSON:
         "started": True,
         "restartCount": 0,
         "state": {"running": {"startedAt": started}},
+        "lastState": {},
+    }
+
+
+def pull_error_status(container: JSON, message: str) -> JSON:
+    """A container whose image cannot be pulled, as a kubelet reports it (it alternates with ImagePullBackOff)."""
+    return {
+        "name": container["name"],
+        "image": container["image"],
+        "ready": False,
+        "started": False,
+        "restartCount": 0,
+        "state": {"waiting": {"reason": "ErrImagePull", "message": message}},
         "lastState": {},
     }
 

@@ -2,8 +2,8 @@
 """A process runtime for the local control plane's fake (kwok) nodes. TEST CODE: kfctl never imports it.
 
 kwok marks pods Running but runs no container. For each Running pod on a kwok node whose container image is
-one of RUNNABLE_IMAGES, this controller runs the matching locally built binary the way a kubelet would run
-the container:
+one of RUNNABLE_IMAGES, repository and tag, this controller runs the binary built for exactly that release the
+way a kubelet would run the container:
 
 - argv: the binary replaces the image's entrypoint (`command[0]`, e.g. `/manager`); the rest of `command`
   and all of `args` are kept, with `$(VAR)` references expanded as the kubelet does;
@@ -29,6 +29,12 @@ not Ready (e2e/kwok-pod-stages.yaml), and the runtime writes each container's st
 after an exit, with lastState, exit code and restartCount) and Ready once every process passes its
 readinessProbe (httpGet and tcpSocket inside the process's network namespace; exec probes are not run and
 count as passing; no probe: ready once it runs).
+
+A container whose image is of a runnable repository but of a release with no binary built (another tag, an
+unknown digest) is run by nobody: such a pod is still the runtime's (kwok leaves it not Ready), and its container
+is reported as a kubelet reports an image it cannot pull, `waiting: ErrImagePull` with a message naming the
+image and the releases that are built. Never another release in its place: an upgrade test must see each
+release's own operator (the one stand-in, named as such, is the untagged `kubeflow/training-operator`).
 
 What it does not do: init containers, liveness and startup probes (a process is restarted only when it
 exits), resource limits, runAsUser (processes run as root), readOnlyRootFilesystem, Service environment variables
@@ -61,13 +67,33 @@ from kube_rest import JSON, ApiError
 from netns import Relay
 from podstatus import PodStatusWriter, Termination
 
-# Image repository (without tag or digest) → the binary e2e/build-binaries --operators builds for it.
-RUNNABLE_IMAGES: dict[str, str] = {
-    "ghcr.io/kubeflow/training-v1/training-operator": "training-operator",
-    "ghcr.io/kubeflow/katib/katib-controller": "katib-controller",
-    "kserve/kserve-controller": "kserve-manager",
-    "registry.k8s.io/jobset/jobset": "jobset-controller",
-    "ghcr.io/kubeflow/trainer/trainer-controller-manager": "trainer-controller-manager",
+# Image repository (without tag or digest) → {tag → the binary e2e/build-binaries --operators builds for that
+# release}; tag "" is an untagged image. The releases of e2e/versions.env's *_VERSION keep the plain binary
+# names, its *_OTHER_VERSIONS are <binary>-<version>. A tag not here has no binary: ErrImagePull.
+RUNNABLE_IMAGES: dict[str, dict[str, str]] = {
+    "ghcr.io/kubeflow/training-v1/training-operator": {
+        "v1-3f15cb8": "training-operator",  # v1.9.2 (the catalog's; Kubeflow manifests v1.11.0)
+        "v1-5c0e763": "training-operator-v1.9.1",  # the image tag v1.9.1's own manifests pin
+    },
+    # STAND-IN: Kubeflow manifests v1.10.0 name the training operator `kubeflow/training-operator`, untagged (their
+    # base deployment.yaml; the overlay's kustomize `images:` entry names ghcr.io/kubeflow/training-v1/
+    # training-operator with newTag v1-5c0e763, so it never applies). A kubelet would pull :latest, whose release
+    # nobody can know; we run v1.9.1, the release that overlay meant (the module github.com/kubeflow/
+    # training-operator@v1.9.1, tag commit 17077e33, pins v1-5c0e763 in its own manifests/overlays).
+    "kubeflow/training-operator": {"": "training-operator-v1.9.1"},
+    # STAND-IN: v0.18.0 (Kubeflow manifests v1.10.0) cannot be built here: the Go module proxy refuses it
+    # ("github.com/kubeflow/katib@v0.18.0: reading .../@v/v0.18.0.info: 403 Forbidden ... This module version is not
+    # available", likewise every katib release before v0.19.0, rc tags and commits). We run v0.19.0 for it, the
+    # next release (same v1beta1 CRDs and KatibConfig), so that the v1.10.0 → v1.11.0 upgrade test can start from a
+    # healthy v1.10.0; that test names it. Katib's v0.18.0 behaviour itself is not what it checks.
+    "ghcr.io/kubeflow/katib/katib-controller": {"v0.19.0": "katib-controller", "v0.18.0": "katib-controller"},
+    "kserve/kserve-controller": {
+        "v0.16.0": "kserve-manager",
+        "v0.15.2": "kserve-manager-v0.15.2",  # manifests v1.11.0
+        "v0.14.1": "kserve-manager-v0.14.1",  # manifests v1.10.0
+    },
+    "registry.k8s.io/jobset/jobset": {"v0.11.0": "jobset-controller"},
+    "ghcr.io/kubeflow/trainer/trainer-controller-manager": {"v2.2.0": "trainer-controller-manager"},
 }
 
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
@@ -83,21 +109,55 @@ SA_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 log = logging.getLogger("runtime")
 
 
+def split_image(image: str) -> tuple[str, str, str]:
+    """`repo[:tag][@digest]` → (repo, tag, digest), "" for what is absent (a registry port's colon stays in repo)."""
+    repo, _, digest = image.partition("@")
+    tag = ""
+    if ":" in repo.rsplit("/", 1)[-1]:
+        repo, tag = repo.rsplit(":", 1)
+    return repo, tag, digest
+
+
 def image_repository(image: str) -> str:
-    """`repo[:tag][@digest]` → repo (a registry port's colon stays)."""
-    repo = image.split("@", 1)[0]
-    last = repo.rsplit("/", 1)
-    if ":" in last[-1]:
-        repo = repo[: repo.rindex(":")]
-    return repo
+    """`repo[:tag][@digest]` → repo."""
+    return split_image(image)[0]
+
+
+def binary_name(image: str) -> str | None:
+    """The binary built for exactly the release `image` names, None when none is. The tag names the release
+    (`repo:tag@digest` too: the digest is not checked, we cannot know a release's digest without its registry);
+    an image without a tag is looked up by its digest (no entry has one), one with neither as "" (untagged)."""
+    repo, tag, digest = split_image(image)
+    return RUNNABLE_IMAGES.get(repo, {}).get(tag or digest)
 
 
 def binary_for(image: str, bin_dir: Path) -> Path | None:
-    name = RUNNABLE_IMAGES.get(image_repository(image))
+    """The built binary the runtime runs for a container of `image`, or None."""
+    name = binary_name(image)
     if name is None:
         return None
     path = bin_dir / name
     return path if path.is_file() else None
+
+
+def built_releases(repository: str, bin_dir: Path) -> list[str]:
+    """The tags of `repository` whose binary is in `bin_dir` ("" for untagged)."""
+    return sorted(tag for tag, name in RUNNABLE_IMAGES.get(repository, {}).items() if (bin_dir / name).is_file())
+
+
+def is_runtime_image(image: str, bin_dir: Path) -> bool:
+    """Whether a container of `image` is the runtime's: its repository has some built release, whether or not its
+    own release is one (kwokstages.py's rule; the runtime reports ErrImagePull for an unbuilt one)."""
+    return bool(built_releases(image_repository(image), bin_dir))
+
+
+def pull_error(image: str, bin_dir: Path) -> str | None:
+    """What the runtime reports (ErrImagePull) for a container of a runtime image whose release has no binary;
+    None for an image it runs or one that is not the runtime's."""
+    if not is_runtime_image(image, bin_dir) or binary_for(image, bin_dir) is not None:
+        return None
+    built = ", ".join(tag or "untagged" for tag in built_releases(image_repository(image), bin_dir))
+    return f"e2e runtime: no binary built for {image} (built: {built}); add it to e2e/build-binaries"
 
 
 _VAR_REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
@@ -200,6 +260,7 @@ class PodState:
     root: Path
     processes: dict[str, Process] = field(default_factory=dict)
     tokens: dict[str, float] = field(default_factory=dict)  # volume file → when to renew its token
+    pull_errors: set[str] = field(default_factory=set)  # containers whose ErrImagePull was logged
 
 
 class Runtime:
@@ -225,7 +286,7 @@ class Runtime:
                 pod["spec"].get("nodeName") in kwok_nodes
                 and (pod.get("status") or {}).get("phase") == "Running"
                 and not meta.get("deletionTimestamp")
-                and any(binary_for(c["image"], self.bin_dir) for c in pod["spec"]["containers"])
+                and any(is_runtime_image(c["image"], self.bin_dir) for c in pod["spec"]["containers"])
             ):
                 wanted[f"{meta['namespace']}/{meta['name']}"] = pod
         for ref, state in list(self.pods.items()):
@@ -250,10 +311,17 @@ class Runtime:
         mounts_ready = self.write_volumes(pod, state)
         if not mounts_ready:
             return  # a required Secret/ConfigMap is missing: the kubelet waits too
-        processes: dict[str, Process] = {}  # container → its process; the others are simulated
+        processes: dict[str, Process] = {}  # container → its process; the others are simulated ...
+        pull_errors: dict[str, str] = {}  # ... or, of a runtime image without a binary for its release, not pulled
         for container in pod["spec"]["containers"]:
             binary = binary_for(container["image"], self.bin_dir)
             if binary is None:
+                message = pull_error(container["image"], self.bin_dir)
+                if message is not None:
+                    pull_errors[container["name"]] = message
+                    if container["name"] not in state.pull_errors:
+                        log.warning("pod %s container %s: %s", ref, container["name"], message)
+                        state.pull_errors.add(container["name"])
                 continue
             key = f"{ns}_{name}_{container['name']}"
             process = state.processes.get(key)
@@ -264,7 +332,7 @@ class Runtime:
                 state.processes[key] = process
             self.supervise(process)
             processes[container["name"]] = process
-        self.status.sync(pod, processes)
+        self.status.sync(pod, processes, pull_errors=pull_errors)
 
     def supervise(self, p: Process) -> None:
         now = time.monotonic()
