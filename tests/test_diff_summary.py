@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import yaml
 from fakecluster import FakeCluster, obj
 
 from kfctl.app.diff import diff_kfdef
 from kfctl.catalog.load import load_catalog
 from kfctl.cli.diff_cmd import format_diff
 from kfctl.config.loader import load_kfdef
+from kfctl.engine import labels
 from kfctl.engine.inventory import Inventory, Member, applyset_id, parent_name
 from kfctl.k8s.api import ApiError
 from kfctl.objects import ObjectKey
@@ -29,6 +31,13 @@ spec:
   - name: common
     kustomizeConfig: {repoRef: {name: manifests, path: manifests/common}}
 """
+AGGREGATED = {
+    "apiVersion": "rbac.authorization.k8s.io/v1",
+    "kind": "ClusterRole",
+    "metadata": {"name": "kubeflow-admin"},
+    "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"aggregate-to-admin": "true"}}]},
+    "rules": [],
+}
 RENDERED = """
 apiVersion: v1
 kind: ConfigMap
@@ -53,7 +62,8 @@ spec:
   template:
     metadata: {labels: {app: web, tier: front}}
     spec: {containers: [{name: c, image: x}]}
-"""
+---
+""" + yaml.safe_dump(AGGREGATED)
 SELECTOR = 'Deployment.apps "web" is invalid: spec.selector: Invalid value: {...}: field is immutable'
 DROPPED = [
     (ObjectKey("", "ConfigMap", "kubeflow", "dropped"), ""),
@@ -79,6 +89,14 @@ def upgraded(tmp_path: Path) -> FakeCluster:
         "kfctl.kubeflow.org/application": "common",
     }
     cluster.put(same)
+    # As kfctl applied it, then the aggregation controller filled its rules: apply skips it, so must diff.
+    applied = labels.prepare(
+        AGGREGATED,
+        applyset_id=applyset_id(name=parent_name("demo"), namespace="kubeflow"),
+        kfdef_name="demo",
+        application="common",
+    )
+    cluster.put({**applied, "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]})
     web = obj("apps/v1", "Deployment", "web", "kubeflow", spec={"selector": {"matchLabels": {"app": "web"}}})
     cluster.put(web)
     cluster.fail(
@@ -103,7 +121,7 @@ def test_the_summary_counts_each_action_per_application(tmp_path: Path) -> None:
     report = diff_kfdef(
         load_kfdef(tmp_path / "kfdef.yaml", catalog), catalog, open_cluster=lambda: cluster, render=False
     )
-    assert report.summary() == {"common": {"create": 1, "update": 1, "prune": 3, "recreate": 1, "unchanged": 1}}
+    assert report.summary() == {"common": {"create": 1, "update": 1, "prune": 3, "recreate": 1, "unchanged": 2}}
     actions = {(d.subject, d.action, d.reason) for d in report.diffs if d.action in ("prune", "recreate")}
     assert actions == {
         ("Deployment.apps kubeflow/web", "recreate", SELECTOR),
@@ -128,8 +146,8 @@ def test_the_text_leads_with_the_summary_then_what_needs_a_recreate(tmp_path: Pa
     head = text.split("\n\n")[0].splitlines()
     assert head == [
         "APPLICATION      ADDED    CHANGED    REMOVED   RECREATE  UNCHANGED",
-        "common               1          1          3          1          1",
-        "total                1          1          3          1          1",
+        "common               1          1          3          1          2",
+        "total                1          1          3          1          2",
     ]
     assert (
         "1 object(s) cannot be changed in place (immutable fields); `kfctl apply`\n"
@@ -137,4 +155,4 @@ def test_the_text_leads_with_the_summary_then_what_needs_a_recreate(tmp_path: Pa
         "  Deployment.apps kubeflow/web  [common]: spec.selector\n"
     ) in text
     assert "- Namespace old-team (prune)\n    apply keeps namespaces without --prune-namespaces\n" in text
-    assert text.endswith("6 change(s), 1 unchanged")
+    assert text.endswith("6 change(s), 2 unchanged")
