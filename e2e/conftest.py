@@ -78,6 +78,27 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         _stop(started)
 
 
+@pytest.fixture
+def fresh_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """A cluster of this test's own, started empty and stopped after it, for installs that own cluster-wide
+    names (upstream trees install into `kubeflow`, `cert-manager` …) and must start from nothing. It runs the
+    process runtime, so real operators serve what is installed; fails (never skips) where it cannot."""
+    import localcluster
+
+    started = _start(tmp_path_factory.mktemp("fresh-cluster"))
+    try:
+        state = localcluster.State.load(started.state_dir) if started.state_dir else None
+        runtime = next((p for p in (state.procs if state else []) if p.name == "runtime"), None)
+        if runtime is None or not localcluster.alive(runtime):
+            pytest.fail(
+                f"the cluster in {started.state_dir} runs no process runtime (e2e/cluster up starts one as root)",
+                pytrace=False,
+            )
+        yield started
+    finally:
+        _stop(started)
+
+
 @pytest.fixture(scope="session")
 def kubeconfig(cluster: Cluster) -> str:
     """Path of a kubeconfig for a real cluster: $KUBECONFIG, or one started for this session."""
