@@ -104,3 +104,7 @@ class InterruptedError_(KfctlError):
 
 # Exit code for "the command succeeded and had nothing to do" (apply with no changes, diff with none).
 EXIT_NO_CHANGES = 10
+
+# `kfctl check`: every check passed but some warned / a check failed (the report names each, with a hint).
+EXIT_CHECK_WARNINGS = 13
+EXIT_CHECK_FAILED = 14

@@ -14,11 +14,12 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-from kfctl.k8s.api import ApiError, ClusterInfo, NoKindMatch, RequestStats, Resource
+from kfctl.k8s.api import Access, ApiError, ClusterInfo, NoKindMatch, RequestStats, Resource
 from kfctl.objects import Obj, ObjectKey, group_of, key_of
 
 BUILTIN: dict[tuple[str, str], tuple[str, bool]] = {
     ("", "Namespace"): ("namespaces", False),
+    ("", "Node"): ("nodes", False),
     ("", "ConfigMap"): ("configmaps", True),
     ("", "Secret"): ("secrets", True),
     ("", "Service"): ("services", True),
@@ -80,6 +81,9 @@ class FakeCluster:
         self.hooks: dict[str, list[Hook]] = {}  # kind -> hooks run after each (non dry-run) apply
         self.failures: dict[ObjectKey, list[Exception]] = {}
         self._uids = itertools.count(1)
+        self.version = "v1.33.1"  # what /version answers
+        self.denied: set[tuple[str, str, str, str]] = set()  # (verb, group, plural, namespace) reviews refuse
+        self.unserved: set[str] = set()  # apiVersions discovery does not know ("apiextensions.k8s.io/v1beta1")
         self._lock = threading.RLock()
         self.hooks["Namespace"] = [lambda o: o.setdefault("status", {}).update({"phase": "Active"})]
         self.hooks["Service"] = [lambda o: o["spec"].setdefault("clusterIP", "10.96.0.10")]
@@ -126,6 +130,8 @@ class FakeCluster:
     def resource(self, api_version: str, kind: str) -> Resource:
         group = group_of(api_version)
         version = api_version.split("/", 1)[-1]
+        if api_version in self.unserved:
+            raise NoKindMatch(group, version, kind)
         if (group, kind) in BUILTIN:
             plural, namespaced = BUILTIN[(group, kind)]
             return Resource(group, version, kind, plural, namespaced)
@@ -274,6 +280,16 @@ class FakeCluster:
                 for k in [k for k in self.objects if k.namespace == name]:
                     del self.objects[k]
             return True
+
+    def server_version(self) -> str:
+        self.stats.count("GET")
+        return self.version
+
+    def review_access(self, *, verb: str, group: str, resource: str, namespace: str = "") -> Access:
+        self.stats.count("POST", dry_run=True)
+        if (verb, group, resource, namespace) in self.denied:
+            return Access(False, "denied by the test")
+        return Access(True)
 
 
 def obj(api_version: str, kind: str, name: str, namespace: str = "", **fields: Any) -> Obj:

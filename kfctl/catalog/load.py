@@ -7,6 +7,7 @@ an installed kfctl carries a copy as package data (kfctl/_catalog/). This module
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +109,7 @@ def _component(d: Path) -> Component:
         depends_on=_str_list(data, "dependsOn", meta_path),
         platforms=_str_list(data, "platforms", meta_path),
         crds=_str_list(data, "crds", meta_path),
+        kubernetes=_kubernetes_range(data, meta_path),
         parameters=_parameters(data, meta_path),
         health=str(data.get("health", "")).strip(),
         path=d,
@@ -115,6 +117,17 @@ def _component(d: Path) -> Component:
         if overlays_dir.is_dir()
         else (),
     )
+
+
+def _kubernetes_range(data: dict[str, Any], path: Path) -> tuple[str, str] | None:
+    """``kubernetes: {min: "1.27", max: "1.33"}``: the minors `kfctl check --pre` holds the server to."""
+    value = data.get("kubernetes")
+    if value is None:
+        return None
+    bounds = (value.get("min"), value.get("max")) if isinstance(value, dict) else (None, None)
+    if not all(isinstance(b, str) and re.fullmatch(r"1\.\d+", b) for b in bounds):
+        raise ConfigError(f'{path}: kubernetes must be {{min: "1.N", max: "1.M"}} (quoted minors), got {value!r}')
+    return str(bounds[0]), str(bounds[1])
 
 
 def _overlay(d: Path) -> Overlay:

@@ -35,6 +35,8 @@ class Component:
     path: Path
     overlays: tuple[str, ...]  # component-specific parts of cross-cutting overlays it has
     crds: tuple[str, ...] = ()  # the CRDs it installs: what an external install of it must serve
+    # The Kubernetes minors it supports, inclusive ("1.27", "1.33"); None: not declared.
+    kubernetes: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "status": ("kfctl.cli.status_cmd", "status"),
     "diff": ("kfctl.cli.diff_cmd", "diff"),
     "delete": ("kfctl.cli.delete_cmd", "delete"),
+    "check": ("kfctl.cli.check_cmd", "check"),
 }
 
 
@@ -54,7 +55,7 @@ Typical flow:
 
 Exit codes: 0 ok, 1 error, 2 usage, 3 config, 4 render, 5 plan, 6 cluster, 7 API denied,
 8 health/timeout, 9 stale output, 10 no changes, 11 owned by someone else, 12 locked by another run,
-130 interrupted.
+13 check: warnings only, 14 check: a check failed, 130 interrupted.
 """
 
 

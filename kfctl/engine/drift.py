@@ -29,11 +29,10 @@ from __future__ import annotations
 import base64
 import copy
 import hashlib
-import re
 from collections.abc import Mapping
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from kfctl import quantity
 from kfctl.engine import labels
 from kfctl.objects import Obj
 
@@ -42,23 +41,6 @@ IGNORED_ANNOTATIONS = (labels.HASH_ANNOTATION, "kubectl.kubernetes.io/last-appli
 # Parent keys of the resource.Quantity maps (ResourceList) kfctl may render; see the module docstring.
 _QUANTITY_MAPS = frozenset({"requests", "limits", "hard", "capacity", "overhead", "podFixed"})
 _LIMIT_RANGE_MAPS = frozenset({"max", "min", "default", "defaultRequest", "maxLimitRequestRatio"})
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?[0-9]+)?$")
-_SUFFIX = {
-    "": Decimal(1),
-    "m": Decimal("0.001"),
-    "k": Decimal(10) ** 3,
-    "M": Decimal(10) ** 6,
-    "G": Decimal(10) ** 9,
-    "T": Decimal(10) ** 12,
-    "P": Decimal(10) ** 15,
-    "E": Decimal(10) ** 18,
-    "Ki": Decimal(2) ** 10,
-    "Mi": Decimal(2) ** 20,
-    "Gi": Decimal(2) ** 30,
-    "Ti": Decimal(2) ** 40,
-    "Pi": Decimal(2) ** 50,
-    "Ei": Decimal(2) ** 60,
-}
 
 
 def comparable(obj: Obj, *, mask_secrets: bool = True) -> Obj:
@@ -141,8 +123,8 @@ def _same_scalar(want: Any, have: Any, keys: tuple[str | int, ...]) -> bool:
     if isinstance(want, bool) or isinstance(have, bool):
         return want is have
     if _is_quantity_field(keys):
-        a = _quantity(want)
-        return a is not None and a == _quantity(have)
+        a = quantity.parse(want)
+        return a is not None and a == quantity.parse(have)
     if isinstance(want, int | float) and isinstance(have, int | float):
         return want == have
     return type(want) is type(have) and want == have
@@ -160,27 +142,6 @@ def _is_quantity_field(keys: tuple[str | int, ...]) -> bool:
     return (
         len(keys) == 5 and keys[:2] == ("spec", "limits") and isinstance(keys[2], int) and keys[3] in _LIMIT_RANGE_MAPS
     )
-
-
-def _quantity(value: Any) -> Decimal | None:
-    """A number or a Kubernetes quantity ("500m", "1Gi", "1e3"), as a number; None for anything else."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return Decimal(str(value))
-    if not isinstance(value, str):
-        return None
-    m = _QUANTITY.match(value)
-    if m is None:
-        return None
-    try:
-        number = Decimal(m.group(1))
-    except InvalidOperation:
-        return None
-    suffix = m.group(2) or ""
-    if suffix[:1] in ("e", "E"):
-        return number * Decimal(10) ** int(suffix[1:])
-    return number * _SUFFIX[suffix]
 
 
 def _with_string_data_encoded(obj: Mapping[str, Any]) -> Obj:

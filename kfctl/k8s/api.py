@@ -109,6 +109,14 @@ class Unreachable(Exception):
 
 
 @dataclass(frozen=True)
+class Access:
+    """A SelfSubjectAccessReview's answer: may the current user do ``verb`` on ``resource`` there?"""
+
+    allowed: bool
+    reason: str = ""  # the authorizer's words, when it gave any
+
+
+@dataclass(frozen=True)
 class ClusterInfo:
     """Where the client points, for messages and for delete's same-cluster check."""
 
@@ -175,4 +183,13 @@ class Cluster(Protocol):
     def namespaced_resources(self) -> tuple[Resource, ...]:
         """Every namespaced kind the server lets clients list, at its group's preferred version (fresh
         discovery: kinds of CRDs deleted meanwhile are gone). Groups whose discovery fails are left out."""
+        ...
+
+    def server_version(self) -> str:
+        """The API server's gitVersion ("v1.33.13"), from /version."""
+        ...
+
+    def review_access(self, *, verb: str, group: str, resource: str, namespace: str = "") -> Access:
+        """Ask the server (a SelfSubjectAccessReview; nothing is stored) whether the current user may do
+        ``verb`` on ``resource`` (plural) of ``group`` in ``namespace`` ("" for cluster scope)."""
         ...

@@ -23,6 +23,7 @@ import urllib3
 from kfctl.errors import ClusterError
 from kfctl.k8s.api import (
     FIELD_MANAGER,
+    Access,
     ApiError,
     ClusterInfo,
     NoKindMatch,
@@ -295,6 +296,27 @@ class KubeClient:
             for r in doc.get("resources", [])
             if "/" not in r["name"] and r.get("namespaced") and "list" in (r.get("verbs") or [])
         )
+
+    def server_version(self) -> str:
+        return str(self._request("GET", "/version").get("gitVersion", ""))
+
+    def review_access(self, *, verb: str, group: str, resource: str, namespace: str = "") -> Access:
+        attributes = {"verb": verb, "group": group, "resource": resource}
+        if namespace:
+            attributes["namespace"] = namespace
+        body = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": attributes},
+        }
+        # A review is answered, not stored: counted with the dry runs, not as a write to the platform.
+        status = (
+            self._request(
+                "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body=body, dry_run=True
+            ).get("status")
+            or {}
+        )
+        return Access(bool(status.get("allowed")), str(status.get("reason") or status.get("evaluationError") or ""))
 
 
 def _api_error(status: int, text: str, retry_after: str | None) -> ApiError:

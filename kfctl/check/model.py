@@ -1,0 +1,92 @@
+"""What a check is and what it answers: a verdict (pass, warn, fail, skip), a message for a person and, when it
+did not pass, a hint that says what to do. The report's JSON shape is the stable schema of `check -o json`.
+This module neither talks to the cluster nor prints."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from kfctl.catalog.model import Component
+from kfctl.k8s.api import Cluster
+from kfctl.objects import Obj
+from kfctl.render.kustomize import Kustomize
+
+Verdict = Literal["pass", "warn", "fail", "skip"]
+VERDICTS: tuple[Verdict, ...] = ("pass", "warn", "fail", "skip")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a check function returns."""
+
+    verdict: Verdict
+    message: str
+    hint: str = ""
+
+
+@dataclass(frozen=True)
+class PreContext:
+    """Everything a pre-install check reads: the rendered bundle, the catalog components it was rendered
+    from, and the target cluster. Built by kfctl.app.check; the checks get it and nothing else."""
+
+    cluster: Cluster
+    objects: tuple[tuple[str, Obj], ...]  # (application, object) as apply would write them
+    components: Mapping[str, Component]  # application name → its catalog component
+    non_catalog: tuple[str, ...]  # applications that are not catalog components (upstream trees, local dirs)
+    adoptable: frozenset[str]  # applications with `adopt: true`: their foreign objects are taken over
+    applyset_id: str
+    inventory_name: str
+    namespace: str  # the KfDef's metadata.namespace, where the inventory lives
+    find_kustomize: Callable[[], Kustomize]  # kfctl.render.kustomize.find_kustomize; tests inject one
+
+
+@dataclass(frozen=True)
+class Check:
+    category: str
+    name: str
+    run: Callable[[PreContext], Outcome]
+    needs_cluster: bool = True
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    category: str
+    name: str
+    verdict: Verdict
+    message: str
+    hint: str = ""
+
+    def as_dict(self) -> dict[str, str]:
+        return {
+            "category": self.category,
+            "name": self.name,
+            "verdict": self.verdict,
+            "message": self.message,
+            "hint": self.hint,
+        }
+
+
+@dataclass
+class CheckReport:
+    results: list[CheckResult] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def count(self, verdict: Verdict) -> int:
+        return sum(1 for r in self.results if r.verdict == verdict)
+
+    @property
+    def verdict(self) -> Verdict:
+        """fail if any failed, else warn if any warned, else pass."""
+        for v in ("fail", "warn"):
+            if any(r.verdict == v for r in self.results):
+                return v
+        return "pass"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "checks": [r.as_dict() for r in self.results],
+            "summary": {v: self.count(v) for v in VERDICTS}
+            | {"verdict": self.verdict, "seconds": round(self.seconds, 2)},
+        }

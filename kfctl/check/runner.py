@@ -1,0 +1,66 @@
+"""The pre-install checks in the order they run, and the loop that runs the ones asked for.
+
+A check that raises the cluster's errors fails with the server's words instead of stopping the others; when
+the cluster cannot be reached, the checks that need it are skipped rather than failed again and again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection, Sequence
+
+from kfctl.check import bundle, capacity, cluster, permissions, tools
+from kfctl.check.model import Check, CheckReport, CheckResult, Outcome, PreContext
+from kfctl.errors import KfctlError, UsageError
+from kfctl.k8s.api import ApiError, Unreachable
+
+PRE_CHECKS: tuple[Check, ...] = (
+    Check("cluster", "cluster-reachable", cluster.reachable),
+    Check("cluster", "kubernetes-version", cluster.kubernetes_version),
+    Check("permissions", "can-create", permissions.can_create),
+    Check("storage", "default-storage-class", capacity.default_storage_class),
+    Check("resources", "node-capacity", capacity.node_capacity),
+    Check("resources", "gpu-nodes", capacity.gpu_nodes),
+    Check("bundle", "api-versions", bundle.api_versions),
+    Check("bundle", "foreign-owners", bundle.foreign_owners),
+    Check("tools", "kustomize", tools.kustomize, needs_cluster=False),
+)
+REACHABLE = "cluster-reachable"
+
+
+def select(checks: Sequence[Check], *, only: Collection[str] = (), skip: Collection[str] = ()) -> list[Check]:
+    """The checks ``--only`` keeps and ``--skip`` drops; an unknown name is a usage error naming the known."""
+    known = [c.name for c in checks]
+    unknown = sorted({*only, *skip} - set(known))
+    if unknown:
+        raise UsageError(f"unknown check(s): {', '.join(unknown)}", hint=f"the checks are: {', '.join(known)}")
+    return [c for c in checks if (not only or c.name in only) and c.name not in skip]
+
+
+def run_checks(checks: Sequence[Check], ctx: PreContext) -> CheckReport:
+    start = time.monotonic()
+    report = CheckReport()
+    unreachable = False
+    for check in checks:
+        if check.needs_cluster and unreachable:
+            outcome = Outcome("skip", "not run: the cluster cannot be reached (see cluster-reachable)")
+        else:
+            outcome = _run_one(check, ctx)
+        if check.name == REACHABLE and outcome.verdict == "fail":
+            unreachable = True
+        report.results.append(CheckResult(check.category, check.name, outcome.verdict, outcome.message, outcome.hint))
+    report.seconds = time.monotonic() - start
+    return report
+
+
+def _run_one(check: Check, ctx: PreContext) -> Outcome:
+    """The check's outcome; errors of the conversation with the cluster become its failure."""
+    try:
+        return check.run(ctx)
+    except Unreachable as e:
+        return Outcome("fail", f"lost the connection to the cluster: {e}", "re-run when the API server answers")
+    except ApiError as e:
+        hint = "grant the user that permission, or use a kubeconfig with more rights" if e.status == 403 else ""
+        return Outcome("fail", f"the API server refused a request of this check: {e}", hint)
+    except KfctlError as e:
+        return Outcome("fail", e.message, e.hint or "")

@@ -1,0 +1,107 @@
+"""`kfctl check --pre`: will the platform install on this cluster? Named checks by category, a hint per
+failure, one summary line; exit 0 all passed, 13 warnings only, 14 failures."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from kfctl.app.check import check_before_install
+from kfctl.app.cluster import open_cluster
+from kfctl.catalog.load import load_catalog
+from kfctl.check.model import CheckReport
+from kfctl.check.runner import PRE_CHECKS
+from kfctl.cli.options import get_options, global_options
+from kfctl.cli.output import emit
+from kfctl.cli.target import kfdef_target, resolve_kfdef
+from kfctl.errors import EXIT_CHECK_FAILED, EXIT_CHECK_WARNINGS
+
+SYMBOLS = {"pass": "✓", "warn": "‼", "fail": "×", "skip": "-"}
+WORDS = {"pass": "ok", "warn": "warn", "fail": "fail", "skip": "skip"}
+
+
+def _names(_ctx: click.Context, _param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(n.strip() for v in value for n in v.split(",") if n.strip())
+
+
+@click.command()
+@kfdef_target
+@click.option(
+    "--pre",
+    is_flag=True,
+    required=True,
+    help="Check the cluster before installing (required for now: checks of an installed platform are `kfctl status`).",
+)
+@click.option("--skip-generate", is_flag=True, help="Check APPDIR/rendered as it is, without rendering first.")
+@click.option("--only", multiple=True, callback=_names, metavar="NAME[,NAME]", help="Run only these checks.")
+@click.option("--skip", multiple=True, callback=_names, metavar="NAME[,NAME]", help="Leave out these checks.")
+@global_options
+def check(
+    app_dir: Path | None,
+    kfdef_file: Path | None,
+    pre: bool,
+    skip_generate: bool,
+    only: tuple[str, ...],
+    skip: tuple[str, ...],
+) -> None:
+    """Check that the platform of APPDIR can be installed on the target cluster, before installing it.
+
+    Renders APPDIR (unless --skip-generate), then checks, against the cluster of --kubeconfig/--context:
+    CHECKS. Nothing is written to the cluster. The health of an installed platform is `kfctl status`.
+
+    \b
+    -o json prints {"checks": [{"category", "name", "verdict", "message", "hint"}],
+    "summary": {"pass", "warn", "fail", "skip": counts, "verdict": "pass|warn|fail", "seconds"}};
+    verdict is one of pass, warn, fail, skip; hint is "" for a pass.
+    Exit codes: 0 every check passed (or was skipped), 13 warnings only, 14 a check failed.
+    Examples:
+      kfctl check --pre demo
+      kfctl check --pre demo --skip node-capacity -o json | jq '.checks[] | select(.verdict=="fail")'
+    """
+    opts = get_options()
+    kfdef = resolve_kfdef(app_dir, kfdef_file)
+    report = check_before_install(
+        kfdef,
+        load_catalog(),
+        open_cluster=lambda: open_cluster(kubeconfig=opts.kubeconfig, context=opts.context),
+        render=not skip_generate,
+        only=only,
+        skip=skip,
+    )
+    emit(opts, report.as_dict(), format_report(report, symbols=_unicode_ok()))
+    if report.verdict == "fail":
+        opts.exit_code = EXIT_CHECK_FAILED
+    elif report.verdict == "warn":
+        opts.exit_code = EXIT_CHECK_WARNINGS
+
+
+assert check.help is not None
+check.help = check.help.replace("CHECKS", ", ".join(f"{c.name} ({c.category})" for c in PRE_CHECKS))
+
+
+def _unicode_ok() -> bool:
+    """Symbols unless the terminal cannot show them or the user asked for plain output (NO_COLOR, TERM=dumb)."""
+    encoding = (getattr(sys.stdout, "encoding", "") or "").lower().replace("-", "")
+    return encoding == "utf8" and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+
+
+def format_report(report: CheckReport, *, symbols: bool) -> str:
+    marks = SYMBOLS if symbols else WORDS
+    lines: list[str] = []
+    category = None
+    for r in report.results:
+        if r.category != category:
+            category = r.category
+            lines.append(category)
+        lines.append(f"  {marks[r.verdict]} {r.name}: {r.message}")
+        if r.hint and r.verdict in ("fail", "warn"):
+            lines.append(f"      hint: {r.hint}")
+    counts = [f"{report.count('pass')} passed", f"{report.count('warn')} warning(s)", f"{report.count('fail')} failed"]
+    if report.count("skip"):
+        counts.append(f"{report.count('skip')} skipped")
+    verdict = {"pass": "ready to install", "warn": "ready, with warnings", "fail": "not ready"}[report.verdict]
+    lines.append(f"{verdict}: {len(report.results)} checks, {', '.join(counts)} ({report.seconds:.1f}s)")
+    return "\n".join(lines)

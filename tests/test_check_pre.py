@@ -1,0 +1,342 @@
+"""`kfctl check --pre`: one row per cluster situation, the exact verdict and message of the check it concerns.
+
+The base situation passes every check: a reachable cluster at v1.33 that serves every kind, one schedulable
+node with room, a default StorageClass, every access review allowed, nothing of the bundle there yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakecluster import FakeCluster, obj
+
+from kfctl.catalog.model import Component
+from kfctl.check.model import CheckReport, PreContext
+from kfctl.check.runner import PRE_CHECKS, run_checks, select
+from kfctl.errors import RenderError, UsageError
+from kfctl.k8s.api import Unreachable
+from kfctl.render.kustomize import Kustomize
+
+APPLYSET = "applyset-test"
+
+
+def component(name: str, kubernetes: tuple[str, str] | None = ("1.27", "1.33")) -> Component:
+    return Component(name, "", "kubeflow", (), (), {}, "", Path("."), (), kubernetes=kubernetes)
+
+
+def deployment(name: str, *, replicas: int, cpu: str, memory: str) -> dict[str, Any]:
+    container = {"name": "c", "image": "x.invalid/c", "resources": {"requests": {"cpu": cpu, "memory": memory}}}
+    return obj(
+        "apps/v1",
+        "Deployment",
+        name,
+        "kubeflow",
+        spec={"replicas": replicas, "template": {"spec": {"containers": [container]}}},
+    )
+
+
+def bundle() -> list[tuple[str, dict[str, Any]]]:
+    return [
+        ("op", obj("v1", "Namespace", "kubeflow")),
+        ("op", obj("rbac.authorization.k8s.io/v1", "ClusterRole", "op")),
+        ("op", deployment("op", replicas=2, cpu="500m", memory="1Gi")),
+        ("op", obj("v1", "PersistentVolumeClaim", "data", "kubeflow", spec={"resources": {}})),
+    ]
+
+
+def node(name: str, *, cpu: str = "4", memory: str = "8Gi", **fields: Any) -> dict[str, Any]:
+    return obj("v1", "Node", name, status={"allocatable": {"cpu": cpu, "memory": memory, "pods": "110"}}, **fields)
+
+
+def default_class() -> dict[str, Any]:
+    notes = {"storageclass.kubernetes.io/is-default-class": "true"}
+    return obj("storage.k8s.io/v1", "StorageClass", "standard", annotations=notes, provisioner="x")
+
+
+def cluster() -> FakeCluster:
+    c = FakeCluster()
+    c.put(node("n1"))
+    c.put(default_class())
+    return c
+
+
+def kustomize(version: str) -> Callable[[], Kustomize]:
+    return lambda: Kustomize(("kustomize", "build"), version)
+
+
+def run(
+    c: FakeCluster,
+    objects: list[tuple[str, dict[str, Any]]],
+    *,
+    components: dict[str, Component] | None = None,
+    non_catalog: tuple[str, ...] = (),
+    find: Callable[[], Kustomize] | None = None,
+) -> CheckReport:
+    ctx = PreContext(
+        cluster=c,
+        objects=tuple(objects),
+        components={"op": component("training-operator")} if components is None else components,
+        non_catalog=non_catalog,
+        adoptable=frozenset(),
+        applyset_id=APPLYSET,
+        inventory_name="kfctl-test",
+        namespace="kubeflow",
+        find_kustomize=find or kustomize("v5.5.0"),
+    )
+    return run_checks(PRE_CHECKS, ctx)
+
+
+def verdict(report: CheckReport, name: str) -> tuple[str, str, str]:
+    r = next(r for r in report.results if r.name == name)
+    return r.verdict, r.message, r.hint
+
+
+def test_the_base_situation_passes_every_check() -> None:
+    report = run(cluster(), bundle())
+    assert {r.name: r.verdict for r in report.results} == {
+        "cluster-reachable": "pass",
+        "kubernetes-version": "pass",
+        "can-create": "pass",
+        "default-storage-class": "pass",
+        "node-capacity": "pass",
+        "gpu-nodes": "skip",
+        "api-versions": "pass",
+        "foreign-owners": "pass",
+        "kustomize": "pass",
+    }
+    assert report.verdict == "pass"
+    assert verdict(report, "node-capacity")[1] == (
+        "the bundle requests cpu 1 of 4, memory 2Gi of 8Gi allocatable on 1 schedulable node(s)"
+    )
+
+
+def no_default_class(c: FakeCluster, objects: list[Any]) -> None:
+    del c.objects[next(k for k in c.objects if k.kind == "StorageClass")]
+
+
+def denied_cluster_roles(c: FakeCluster, objects: list[Any]) -> None:
+    c.denied.add(("create", "rbac.authorization.k8s.io", "clusterroles", ""))
+
+
+def small_node(c: FakeCluster, objects: list[Any]) -> None:
+    c.put(node("n1", cpu="900m", memory="1Gi"))
+
+
+def cordoned_node(c: FakeCluster, objects: list[Any]) -> None:
+    c.put(node("n1", spec={"unschedulable": True}))
+
+
+def v1beta1_crd(c: FakeCluster, objects: list[Any]) -> None:
+    c.unserved.add("apiextensions.k8s.io/v1beta1")
+    objects.append(("old", obj("apiextensions.k8s.io/v1beta1", "CustomResourceDefinition", "olds.example.com")))
+
+
+def foreign_owner(c: FakeCluster, objects: list[Any]) -> None:
+    notes = {"meta.helm.sh/release-name": "op", "meta.helm.sh/release-namespace": "infra"}
+    c.put(obj("rbac.authorization.k8s.io/v1", "ClusterRole", "op", annotations=notes))
+
+
+def old_server(c: FakeCluster, objects: list[Any]) -> None:
+    c.version = "v1.25.3"
+
+
+def new_server(c: FakeCluster, objects: list[Any]) -> None:
+    c.version = "v1.35.0"
+
+
+CASES: list[tuple[str, Callable[[FakeCluster, list[Any]], None], str, tuple[str, str]]] = [
+    (
+        "no-default-storage-class",
+        no_default_class,
+        "default-storage-class",
+        (
+            "fail",
+            "1 PersistentVolumeClaim(s) name no storageClassName and the cluster has no default StorageClass: "
+            "kubeflow/data — they would stay Pending and apply would wait on them",
+        ),
+    ),
+    (
+        "denied-cluster-roles",
+        denied_cluster_roles,
+        "can-create",
+        ("fail", "the user of context 'fake' may not: create clusterroles.rbac.authorization.k8s.io (cluster-wide)"),
+    ),
+    (
+        "nodes-too-small",
+        small_node,
+        "node-capacity",
+        (
+            "fail",
+            "not enough cpu and memory: the bundle requests cpu 1 of 900m, memory 2Gi of 1Gi allocatable on 1 "
+            "schedulable node(s) (per application: op cpu 1 memory 2Gi)",
+        ),
+    ),
+    (
+        "only-node-cordoned",
+        cordoned_node,
+        "node-capacity",
+        (
+            "fail",
+            "not enough cpu and memory: the bundle requests cpu 1 of 0m, memory 2Gi of 0 allocatable on 0 "
+            "schedulable node(s) (per application: op cpu 1 memory 2Gi)",
+        ),
+    ),
+    (
+        "unserved-api-version",
+        v1beta1_crd,
+        "api-versions",
+        (
+            "fail",
+            "the cluster does not serve 1 apiVersion/kind(s) of the bundle: "
+            "apiextensions.k8s.io/v1beta1 CustomResourceDefinition (old)",
+        ),
+    ),
+    (
+        "foreign-owner",
+        foreign_owner,
+        "foreign-owners",
+        (
+            "fail",
+            "1 object(s) exist already under another owner: "
+            "ClusterRole.rbac.authorization.k8s.io op (op): Helm release infra/op",
+        ),
+    ),
+    (
+        "server-too-old",
+        old_server,
+        "kubernetes-version",
+        ("fail", "Kubernetes 1.25 is too old: op needs ≥ 1.27"),
+    ),
+    (
+        "server-newer-than-tested",
+        new_server,
+        "kubernetes-version",
+        ("warn", "Kubernetes 1.35 is newer than tested: op is supported up to 1.33"),
+    ),
+]
+
+
+@pytest.mark.parametrize(("situation", "check", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_a_cluster_situation_gets_its_verdict(
+    situation: Callable[[FakeCluster, list[Any]], None], check: str, expected: tuple[str, str]
+) -> None:
+    c, objects = cluster(), bundle()
+    situation(c, objects)
+    report = run(c, objects)
+    got = verdict(report, check)
+    assert got[:2] == expected
+    assert got[2] if expected[0] != "pass" else True, "a failure or warning carries a hint"
+    assert report.verdict == expected[0]
+
+
+KUSTOMIZE: list[tuple[str, Callable[[], Kustomize], tuple[str, str]]] = [
+    ("tested", kustomize("v5.5.0"), ("pass", "kustomize v5.5.0")),
+    (
+        "older-v5",
+        kustomize("v5.1.1"),
+        ("warn", "kustomize v5.1.1 works, but is older than v5.5, the version kfctl is tested with"),
+    ),
+]
+
+
+def missing() -> Kustomize:
+    raise RenderError("no kustomize v5+ found (neither kustomize nor kubectl is on PATH)", hint="install it")
+
+
+KUSTOMIZE.append(("missing", missing, ("fail", "no kustomize v5+ found (neither kustomize nor kubectl is on PATH)")))
+
+
+@pytest.mark.parametrize(("find", "expected"), [k[1:] for k in KUSTOMIZE], ids=[k[0] for k in KUSTOMIZE])
+def test_kustomize_found_or_not(find: Callable[[], Kustomize], expected: tuple[str, str]) -> None:
+    assert verdict(run(cluster(), bundle(), find=find), "kustomize")[:2] == expected
+
+
+def test_a_kind_whose_crd_is_in_the_bundle_is_served_and_checked_through_the_crd() -> None:
+    crd = obj(
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        "widgets.example.com",
+        spec={
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"kind": "Widget", "plural": "widgets"},
+            "versions": [{"name": "v1", "served": True}],
+        },
+    )
+    c = cluster()
+    c.denied.add(("create", "example.com", "widgets", "kubeflow"))
+    report = run(c, [*bundle(), ("op", crd), ("op", obj("example.com/v1", "Widget", "w", "kubeflow"))])
+    assert verdict(report, "api-versions")[0] == "pass"
+    assert verdict(report, "can-create")[:2] == (
+        "fail",
+        "the user of context 'fake' may not: create widgets.example.com in kubeflow",
+    )
+
+
+def test_gpu_nodes_warn_only_when_the_device_plugin_is_chosen() -> None:
+    components = {"op": component("training-operator"), "gpu": component("nvidia-device-plugin")}
+    assert verdict(run(cluster(), bundle(), components=components), "gpu-nodes")[:2] == (
+        "warn",
+        "no node offers allocatable nvidia.com/gpu: the nvidia-device-plugin has nothing to advertise and GPU jobs "
+        "stay Pending",
+    )
+    c = cluster()
+    gpu = node("g1")
+    gpu["status"]["allocatable"]["nvidia.com/gpu"] = "2"
+    c.put(gpu)
+    assert verdict(run(c, bundle(), components=components), "gpu-nodes")[:2] == (
+        "pass",
+        "1 node(s) offer 2 nvidia.com/gpu",
+    )
+
+
+def test_non_catalog_applications_are_named_as_not_checked() -> None:
+    report = run(cluster(), bundle(), components={}, non_catalog=("upstream",))
+    assert verdict(report, "kubernetes-version")[:2] == (
+        "skip",
+        "no application declares a supported Kubernetes range (upstream: no supported range declared, not checked)",
+    )
+
+
+def test_an_unreachable_cluster_fails_once_and_skips_the_checks_that_need_it() -> None:
+    c = cluster()
+
+    def down() -> str:
+        raise Unreachable("GET https://fake.invalid: connection refused")
+
+    c.server_version = down  # type: ignore[method-assign]
+    report = run(c, bundle())
+    assert verdict(report, "cluster-reachable")[:2] == (
+        "fail",
+        "cannot reach server https://fake.invalid (context fake, kubeconfig -): GET https://fake.invalid: "
+        "connection refused",
+    )
+    assert {r.name for r in report.results if r.verdict == "skip"} == {
+        c.name for c in PRE_CHECKS if c.needs_cluster and c.name != "cluster-reachable"
+    }
+    assert verdict(report, "kustomize")[0] == "pass"
+
+
+@pytest.mark.parametrize(
+    ("only", "skip", "expected"),
+    [
+        (("kustomize",), (), ["kustomize"]),
+        (
+            (),
+            ("node-capacity", "gpu-nodes"),
+            [c.name for c in PRE_CHECKS if c.name not in ("node-capacity", "gpu-nodes")],
+        ),
+    ],
+    ids=["only", "skip"],
+)
+def test_only_and_skip_select_by_name(only: tuple[str, ...], skip: tuple[str, ...], expected: list[str]) -> None:
+    assert [c.name for c in select(PRE_CHECKS, only=only, skip=skip)] == expected
+
+
+def test_an_unknown_check_name_is_a_usage_error_listing_the_known() -> None:
+    with pytest.raises(UsageError, match="unknown check\\(s\\): node-size") as e:
+        select(PRE_CHECKS, only=("node-size",))
+    assert e.value.hint is not None and "node-capacity" in e.value.hint
