@@ -78,3 +78,11 @@ def test_no_shell_no_unsafe_yaml_no_print_below_the_cli(path: Path) -> None:
             pytest.fail(f"{path.name}:{node.lineno} uses yaml.{node.attr}; use yaml.safe_load")
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
             pytest.fail(f"{path.name}:{node.lineno} prints; only the CLI writes to the terminal")
+
+
+def test_test_modules_have_unique_names_across_tests_and_e2e() -> None:
+    """pytest imports test modules by their basename (rootdir-less "prepend" mode): two test_x.py files in
+    tests/ and e2e/ stop the whole collection with "import file mismatch", so CI would run nothing."""
+    root = Path(__file__).resolve().parent.parent
+    names = [p.name for d in ("tests", "e2e") for p in (root / d).glob("test_*.py")]
+    assert sorted({n for n in names if names.count(n) > 1}) == []

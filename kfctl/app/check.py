@@ -1,16 +1,21 @@
 """`kfctl check --pre`: render (unless told not to), read the bundle as apply would, and run the pre-install
-checks against the target cluster. Reads only; returns the report for the CLI to print."""
+checks against the target cluster. `kfctl check`: the installed platform's health (what `kfctl status` reads)
+and a server-side dry-run create per installed component through its admission webhooks. Both write nothing
+to the cluster; they return the report for the CLI to print."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+import secrets
+from collections.abc import Callable, Collection, Mapping
 
 from kfctl.app.bundle import load_bundle
 from kfctl.app.generate import generate
+from kfctl.app.status import StatusReport, status_of
 from kfctl.catalog.model import Catalog
-from kfctl.check.model import CheckReport, PreContext
-from kfctl.check.runner import PRE_CHECKS, run_checks, select
+from kfctl.check.model import CheckReport, InstalledContext, PreContext
+from kfctl.check.runner import PRE_CHECKS, installed_checks, run_checks, select
 from kfctl.config.model import KfDef
+from kfctl.health.model import Health
 from kfctl.k8s.api import Cluster
 from kfctl.render import kustomize
 
@@ -43,3 +48,47 @@ def check_before_install(
         find_kustomize=find_kustomize,
     )
     return run_checks(checks, ctx)
+
+
+def check_installed(
+    kfdef: KfDef,
+    catalog: Catalog,
+    *,
+    open_cluster: Callable[[], Cluster],
+    only: Collection[str] = (),
+    skip: Collection[str] = (),
+    suffix: str | None = None,
+) -> CheckReport:
+    """The checks of the platform kfctl installed from ``kfdef``; ``suffix`` names the samples
+    (kfctl-check-<suffix>; random unless a test fixes it)."""
+    apps = kfdef.enabled_applications()
+    components = {a.component: catalog.components[a.component] for a in apps if a.component in catalog.components}
+    checks = select(installed_checks([a.name for a in apps], components), only=only, skip=skip)
+    cluster = open_cluster()
+    read: list[StatusReport] = []
+
+    def health() -> Mapping[str, Health] | None:
+        if not read:  # once for every application's check, and only when one is asked for
+            read.append(status_of(kfdef, catalog, open_cluster=lambda: cluster))
+        return health_by_application(read[0])
+
+    ctx = InstalledContext(
+        cluster=cluster,
+        health=health,
+        namespaces={name: c.namespace or kfdef.namespace for name, c in components.items()},
+        suffix=suffix or secrets.token_hex(4),
+    )
+    return run_checks(checks, ctx)
+
+
+def health_by_application(report: StatusReport) -> dict[str, Health] | None:
+    """Each application's health as `kfctl status` sums it up, with the objects that are not ready named (the
+    first three), or None when kfctl never installed the platform there."""
+    if not report.applied:
+        return None
+    out = {}
+    for app, h in report.by_application().items():
+        bad = [f"{o.key}: {o.health.message}" for o in report.objects if o.application == app and not o.health.ready]
+        more = f"; … {len(bad) - 3} more" if len(bad) > 3 else ""
+        out[app] = h if not bad else Health(h.state, f"{h.message} — {'; '.join(bad[:3])}{more}")
+    return out

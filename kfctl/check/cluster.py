@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import re
 
-from kfctl.check.model import Outcome, PreContext
+from kfctl.check.model import HasCluster, Outcome, PreContext
 from kfctl.engine.inventory import cluster_identity
 from kfctl.k8s.api import ApiError, Unreachable
 
 
-def reachable(ctx: PreContext) -> Outcome:
+def reachable(ctx: HasCluster) -> Outcome:
     """kfctl identifies a cluster by namespace kube-system's UID (see kfctl.app.cluster.identify): reading it
     proves the server answers and accepts the credentials, and is the first request apply makes."""
     info = ctx.cluster.info

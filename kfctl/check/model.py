@@ -1,14 +1,16 @@
 """What a check is and what it answers: a verdict (pass, warn, fail, skip), a message for a person and, when it
 did not pass, a hint that says what to do. The report's JSON shape is the stable schema of `check -o json`.
-This module neither talks to the cluster nor prints."""
+Two contexts: before an install (`check --pre`, the rendered bundle) and after it (`check`, the installed
+applications). This module neither talks to the cluster nor prints."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from kfctl.catalog.model import Component
+from kfctl.health.model import Health
 from kfctl.k8s.api import Cluster
 from kfctl.objects import Obj
 from kfctl.render.kustomize import Kustomize
@@ -42,11 +44,33 @@ class PreContext:
     find_kustomize: Callable[[], Kustomize]  # kfctl.render.kustomize.find_kustomize; tests inject one
 
 
+class HasCluster(Protocol):
+    """What the checks both modes share (cluster-reachable) read."""
+
+    @property
+    def cluster(self) -> Cluster: ...
+
+
 @dataclass(frozen=True)
-class Check:
+class InstalledContext:
+    """Everything a check of the installed platform reads. Built by kfctl.app.check."""
+
+    cluster: Cluster
+    # application → its health as `kfctl status` sees it (None: kfctl never installed this KfDef here).
+    # Called once per health check; the caller makes it read the cluster only once.
+    health: Callable[[], Mapping[str, Health] | None]
+    namespaces: Mapping[str, str]  # catalog component → the namespace its probes' samples go to
+    suffix: str  # makes this run's sample names unique: kfctl-check-<suffix>
+
+
+CtxT = TypeVar("CtxT")
+
+
+@dataclass(frozen=True)
+class Check(Generic[CtxT]):
     category: str
     name: str
-    run: Callable[[PreContext], Outcome]
+    run: Callable[[CtxT], Outcome]
     needs_cluster: bool = True
 
 

@@ -1,4 +1,5 @@
-"""The pre-install checks in the order they run, and the loop that runs the ones asked for.
+"""The checks of both modes in the order they run — before an install (fixed) and of an installed platform
+(one per application, one per sample of an installed component) — and the loop that runs the ones asked for.
 
 A check that raises the cluster's errors fails with the server's words instead of stopping the others; when
 the cluster cannot be reached, the checks that need it are skipped rather than failed again and again.
@@ -8,13 +9,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection, Sequence
+from typing import TypeVar
 
 from kfctl.check import bundle, capacity, cluster, permissions, tools
-from kfctl.check.model import Check, CheckReport, CheckResult, Outcome, PreContext
+from kfctl.check.admission import dry_run_create
+from kfctl.check.applications import application_health
+from kfctl.check.model import Check, CheckReport, CheckResult, InstalledContext, Outcome, PreContext
+from kfctl.check.samples import SAMPLES
 from kfctl.errors import KfctlError, UsageError
 from kfctl.k8s.api import ApiError, Unreachable
 
-PRE_CHECKS: tuple[Check, ...] = (
+PRE_CHECKS: tuple[Check[PreContext], ...] = (
     Check("cluster", "cluster-reachable", cluster.reachable),
     Check("cluster", "kubernetes-version", cluster.kubernetes_version),
     Check("permissions", "can-create", permissions.can_create),
@@ -26,9 +31,23 @@ PRE_CHECKS: tuple[Check, ...] = (
     Check("tools", "kustomize", tools.kustomize, needs_cluster=False),
 )
 REACHABLE = "cluster-reachable"
+# The names of an installed platform's checks that do not depend on the KfDef (for --help).
+PROBES = tuple(f"{s.check} ({s.category})" for s in SAMPLES)
+
+C = TypeVar("C")
 
 
-def select(checks: Sequence[Check], *, only: Collection[str] = (), skip: Collection[str] = ()) -> list[Check]:
+def installed_checks(applications: Sequence[str], components: Collection[str]) -> tuple[Check[InstalledContext], ...]:
+    """cluster-reachable, the health of each application (named after it), then a dry-run create of the sample
+    of each installed catalog component that has one."""
+    return (
+        Check("cluster", REACHABLE, cluster.reachable),
+        *(Check("health", app, application_health(app)) for app in applications),
+        *(Check(s.category, s.check, dry_run_create(s)) for s in SAMPLES if s.component in components),
+    )
+
+
+def select(checks: Sequence[Check[C]], *, only: Collection[str] = (), skip: Collection[str] = ()) -> list[Check[C]]:
     """The checks ``--only`` keeps and ``--skip`` drops; an unknown name is a usage error naming the known."""
     known = [c.name for c in checks]
     unknown = sorted({*only, *skip} - set(known))
@@ -37,7 +56,7 @@ def select(checks: Sequence[Check], *, only: Collection[str] = (), skip: Collect
     return [c for c in checks if (not only or c.name in only) and c.name not in skip]
 
 
-def run_checks(checks: Sequence[Check], ctx: PreContext) -> CheckReport:
+def run_checks(checks: Sequence[Check[C]], ctx: C) -> CheckReport:
     start = time.monotonic()
     report = CheckReport()
     unreachable = False
@@ -53,7 +72,7 @@ def run_checks(checks: Sequence[Check], ctx: PreContext) -> CheckReport:
     return report
 
 
-def _run_one(check: Check, ctx: PreContext) -> Outcome:
+def _run_one(check: Check[C], ctx: C) -> Outcome:
     """The check's outcome; errors of the conversation with the cluster become its failure."""
     try:
         return check.run(ctx)

@@ -1,5 +1,5 @@
-"""`kfctl check --pre`: will the platform install on this cluster? Named checks by category, a hint per
-failure, one summary line; exit 0 all passed, 13 warnings only, 14 failures."""
+"""`kfctl check`: does the installed platform work? `kfctl check --pre`: will it install on this cluster? Named
+checks by category, a hint per failure, one summary line; exit 0 all passed, 13 warnings only, 14 failures."""
 
 from __future__ import annotations
 
@@ -9,15 +9,16 @@ from pathlib import Path
 
 import click
 
-from kfctl.app.check import check_before_install
+from kfctl.app.check import check_before_install, check_installed
 from kfctl.app.cluster import open_cluster
 from kfctl.catalog.load import load_catalog
 from kfctl.check.model import CheckReport
-from kfctl.check.runner import PRE_CHECKS
+from kfctl.check.runner import PRE_CHECKS, PROBES
 from kfctl.cli.options import get_options, global_options
 from kfctl.cli.output import emit
 from kfctl.cli.target import kfdef_target, resolve_kfdef
-from kfctl.errors import EXIT_CHECK_FAILED, EXIT_CHECK_WARNINGS
+from kfctl.errors import EXIT_CHECK_FAILED, EXIT_CHECK_WARNINGS, UsageError
+from kfctl.k8s.api import Cluster
 
 SYMBOLS = {"pass": "✓", "warn": "‼", "fail": "×", "skip": "-"}
 WORDS = {"pass": "ok", "warn": "warn", "fail": "fail", "skip": "skip"}
@@ -32,10 +33,11 @@ def _names(_ctx: click.Context, _param: click.Parameter, value: tuple[str, ...])
 @click.option(
     "--pre",
     is_flag=True,
-    required=True,
-    help="Check the cluster before installing (required for now: checks of an installed platform are `kfctl status`).",
+    help="Check the cluster before installing instead (without it: check the installed platform).",
 )
-@click.option("--skip-generate", is_flag=True, help="Check APPDIR/rendered as it is, without rendering first.")
+@click.option(
+    "--skip-generate", is_flag=True, help="With --pre: check APPDIR/rendered as it is, without rendering first."
+)
 @click.option("--only", multiple=True, callback=_names, metavar="NAME[,NAME]", help="Run only these checks.")
 @click.option("--skip", multiple=True, callback=_names, metavar="NAME[,NAME]", help="Leave out these checks.")
 @global_options
@@ -47,10 +49,18 @@ def check(
     only: tuple[str, ...],
     skip: tuple[str, ...],
 ) -> None:
-    """Check that the platform of APPDIR can be installed on the target cluster, before installing it.
+    """Check that the platform of APPDIR works on the target cluster, after installing it (with --pre: that it
+    can be installed there, before installing it).
 
-    Renders APPDIR (unless --skip-generate), then checks, against the cluster of --kubeconfig/--context:
-    CHECKS. Nothing is written to the cluster. The health of an installed platform is `kfctl status`.
+    kfctl check: cluster-reachable (cluster); one check per application, named after it (health: what `kfctl
+    status` reports); per installed component, a server-side dry-run create of a small valid resource through its
+    admission webhooks: PROBES. A failed probe says why: the kind is not served (component not installed), the
+    webhook's Service is missing, its backend is not ready, its CA bundle is not injected, or a webhook denied
+    the request (quoted).
+
+    kfctl check --pre renders APPDIR (unless --skip-generate), then checks: CHECKS.
+
+    Nothing is written to the cluster (dry runs only).
 
     \b
     -o json prints {"checks": [{"category", "name", "verdict", "message", "hint"}],
@@ -58,20 +68,26 @@ def check(
     verdict is one of pass, warn, fail, skip; hint is "" for a pass.
     Exit codes: 0 every check passed (or was skipped), 13 warnings only, 14 a check failed.
     Examples:
+      kfctl check demo
+      kfctl check demo --only inferenceservice,kserve
       kfctl check --pre demo
       kfctl check --pre demo --skip node-capacity -o json | jq '.checks[] | select(.verdict=="fail")'
     """
     opts = get_options()
     kfdef = resolve_kfdef(app_dir, kfdef_file)
-    report = check_before_install(
-        kfdef,
-        load_catalog(),
-        open_cluster=lambda: open_cluster(kubeconfig=opts.kubeconfig, context=opts.context),
-        render=not skip_generate,
-        only=only,
-        skip=skip,
-    )
-    emit(opts, report.as_dict(), format_report(report, symbols=_unicode_ok()))
+
+    def connect() -> Cluster:
+        return open_cluster(kubeconfig=opts.kubeconfig, context=opts.context)
+
+    if pre:
+        report = check_before_install(
+            kfdef, load_catalog(), open_cluster=connect, render=not skip_generate, only=only, skip=skip
+        )
+    else:
+        if skip_generate:
+            raise UsageError("--skip-generate goes with --pre", hint="kfctl check (without --pre) renders nothing")
+        report = check_installed(kfdef, load_catalog(), open_cluster=connect, only=only, skip=skip)
+    emit(opts, report.as_dict(), format_report(report, symbols=_unicode_ok(), pre=pre))
     if report.verdict == "fail":
         opts.exit_code = EXIT_CHECK_FAILED
     elif report.verdict == "warn":
@@ -79,7 +95,9 @@ def check(
 
 
 assert check.help is not None
-check.help = check.help.replace("CHECKS", ", ".join(f"{c.name} ({c.category})" for c in PRE_CHECKS))
+check.help = check.help.replace("CHECKS", ", ".join(f"{c.name} ({c.category})" for c in PRE_CHECKS)).replace(
+    "PROBES", ", ".join(PROBES)
+)
 
 
 def _unicode_ok() -> bool:
@@ -88,7 +106,7 @@ def _unicode_ok() -> bool:
     return encoding == "utf8" and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
 
 
-def format_report(report: CheckReport, *, symbols: bool) -> str:
+def format_report(report: CheckReport, *, symbols: bool, pre: bool = True) -> str:
     marks = SYMBOLS if symbols else WORDS
     lines: list[str] = []
     category = None
@@ -102,6 +120,9 @@ def format_report(report: CheckReport, *, symbols: bool) -> str:
     counts = [f"{report.count('pass')} passed", f"{report.count('warn')} warning(s)", f"{report.count('fail')} failed"]
     if report.count("skip"):
         counts.append(f"{report.count('skip')} skipped")
-    verdict = {"pass": "ready to install", "warn": "ready, with warnings", "fail": "not ready"}[report.verdict]
+    if pre:
+        verdict = {"pass": "ready to install", "warn": "ready, with warnings", "fail": "not ready"}[report.verdict]
+    else:
+        verdict = {"pass": "platform works", "warn": "works, with warnings", "fail": "not working"}[report.verdict]
     lines.append(f"{verdict}: {len(report.results)} checks, {', '.join(counts)} ({report.seconds:.1f}s)")
     return "\n".join(lines)

@@ -141,7 +141,7 @@ def external_health(cluster: Cluster, check: ExternalCheck) -> Health:
                 if hook.get("failurePolicy", "Fail") != "Fail" or not _guards(hook, groups):
                     continue
                 hooks += 1
-                why = _webhook_problem(cluster, hook)
+                why = webhook_problem(cluster, hook)
                 if why:
                     waiting.append(
                         f"webhook {hook.get('name')} ({kind} {(config.get('metadata') or {}).get('name')}): {why}"
@@ -158,7 +158,9 @@ def _guards(hook: dict[str, Any], groups: set[str]) -> bool:
     )
 
 
-def _webhook_problem(cluster: Cluster, hook: dict[str, Any]) -> str:
+def webhook_problem(cluster: Cluster, hook: dict[str, Any]) -> str:
+    """Why the API server cannot call a webhook (of a webhook configuration's ``webhooks``), "" when nothing in
+    the cluster says so: no caBundle, its Service missing, or no ready endpoint behind it."""
     cc = hook.get("clientConfig") or {}
     svc = cc.get("service")
     if not svc:

@@ -75,7 +75,7 @@ DENIED_REASONS = frozenset(
     }
 )
 KNOWN_REASONS = TRANSIENT_REASONS | DENIED_REASONS | {"TooManyRequests", "Gone", "Expired"}
-_DENIAL = re.compile(r'admission webhook "[^"]+" denied the request')
+WEBHOOK_DENIAL = re.compile(r'admission webhook "[^"]+" denied the request')
 _OPTIMISTIC_LOCK = "the object has been modified"
 _IMMUTABLE = ("field is immutable", "is immutable after creation")
 
@@ -98,7 +98,7 @@ def classify(err: BaseException) -> Classified:
     text = err.message
     reason = err.reason if err.reason in KNOWN_REASONS else _reason_for_code(err.status)
     causes = [c for c in err.causes if isinstance(c, Mapping)]
-    if _DENIAL.search(text):
+    if WEBHOOK_DENIAL.search(text):
         return Classified("denied", text)
     if reason == "TooManyRequests":
         return Classified("transient", f"throttled: {text}", retry_after=err.retry_after)

@@ -1,0 +1,166 @@
+"""The functional probes of `kfctl check`: a server-side dry-run create of a component's sample (kfctl.check.
+samples) through the real admission webhooks, and, when the API server refuses it, why — the way `cmctl check
+api` tells them apart:
+
+- the kind is not served (its CRD is missing): the component is not installed;
+- "failed calling webhook" with an x509 error: the API server does not trust the webhook's certificate, so the
+  CA bundle was not injected (or is stale);
+- "failed calling webhook" otherwise: the webhook's Service is missing, or its backend is not ready (no ready
+  endpoint, connection refused, a timeout) — what the cluster says about the webhook's Service decides which,
+  because the API server's words depend on its version and on the network between it and the webhook;
+- ``admission webhook "…" denied the request``: a webhook refused a valid sample, quoted.
+
+Anything else is judged as apply judges it (kfctl.engine.retry.classify). Writes nothing but dry runs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from kfctl.check.model import InstalledContext, Outcome
+from kfctl.check.samples import NAME_PREFIX, Sample
+from kfctl.engine.probe import webhook_problem
+from kfctl.engine.retry import WEBHOOK_DENIAL, classify
+from kfctl.k8s.api import ApiError, Cluster, NoKindMatch
+from kfctl.objects import Obj, group_of
+
+FAILED_CALL = re.compile(r'failed calling webhook "([^"]+)"')
+UNTRUSTED = ("x509:", "certificate signed by unknown authority")
+SERVICE_NOT_FOUND = re.compile(r'service "([^"]+)" not found')
+WEBHOOK_KINDS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
+
+HINT_NOT_SERVED = (
+    "kfctl apply APPDIR installs it (kfctl status APPDIR shows what is missing); an application marked "
+    "`external: true` must be installed by whoever provides it"
+)
+HINT_CA = (
+    "cert-manager's cainjector copies the CA into the webhook configuration (annotation "
+    "cert-manager.io/inject-ca-from): check that cert-manager-cainjector runs and that the webhook's Certificate "
+    "is Ready (kfctl status APPDIR)"
+)
+HINT_SERVICE = "kfctl apply APPDIR re-creates it"
+HINT_BACKEND = (
+    "the component's controller is not running or not ready: kfctl status APPDIR names its Deployment and why "
+    "(kubectl get pods -n NAMESPACE, kubectl logs)"
+)
+HINT_DENIED = (
+    "the webhook refuses a sample its upstream accepts: a policy engine (Kyverno, Gatekeeper) or a changed "
+    "webhook configuration; the log of the webhook's controller says why"
+)
+
+
+def dry_run_create(sample: Sample) -> Callable[[InstalledContext], Outcome]:
+    """The check that probes ``sample``'s component."""
+
+    def run(ctx: InstalledContext) -> Outcome:
+        return probe(ctx, sample)
+
+    return run
+
+
+def probe(ctx: InstalledContext, sample: Sample) -> Outcome:
+    namespace = ctx.namespaces.get(sample.component, "")
+    if sample.namespace_labels:
+        selector = ",".join(f"{k}={v}" for k, v in sample.namespace_labels)
+        labelled = sorted(
+            str(n["metadata"]["name"]) for n in ctx.cluster.list("v1", "Namespace", label_selector=selector)
+        )
+        if not labelled:
+            kinds = sample.kinds
+            return Outcome(
+                "warn",
+                f"no namespace is labelled {selector}: {sample.component}'s webhook accepts {kinds} objects only "
+                "in such a namespace, so nobody can create one yet",
+                f"label the namespace(s) your users work in: kubectl label namespace NAMESPACE {selector}",
+            )
+        namespace = namespace if namespace in labelled else labelled[0]
+    for obj in sample.instantiate(name=f"{NAME_PREFIX}{ctx.suffix}", namespace=namespace):
+        api_version, kind = str(obj["apiVersion"]), str(obj["kind"])
+        try:
+            ctx.cluster.resource(api_version, kind)
+        except NoKindMatch:
+            return Outcome(
+                "fail",
+                f"the cluster does not serve {kind} ({api_version}): is {sample.component} installed?",
+                HINT_NOT_SERVED,
+            )
+        try:
+            ctx.cluster.apply(obj, dry_run=True)
+        except NoKindMatch:  # its CRD went away between the two requests
+            return Outcome(
+                "fail",
+                f"the cluster does not serve {kind} ({api_version}): is {sample.component} installed?",
+                HINT_NOT_SERVED,
+            )
+        except ApiError as e:
+            return rejected(ctx.cluster, obj, e)
+    return Outcome(
+        "pass",
+        f"the API server and its admission webhooks accept a new {sample.kinds} in {namespace} "
+        "(server-side dry run, nothing stored)",
+    )
+
+
+def rejected(cluster: Cluster, obj: Obj, err: ApiError) -> Outcome:
+    """Why the API server refused the dry run of ``obj``, with what to do about it."""
+    kind, text = str(obj["kind"]), err.message
+    if WEBHOOK_DENIAL.search(text):
+        return Outcome("fail", f"a valid {kind} was denied: {text}", HINT_DENIED)
+    call = FAILED_CALL.search(text)
+    if call:
+        hook = call.group(1)
+        if any(u in text for u in UNTRUSTED):
+            return Outcome(
+                "fail",
+                f'webhook "{hook}" cannot be called: the API server does not trust its certificate (CA bundle not '
+                f"injected or stale): {text}",
+                HINT_CA,
+            )
+        return _not_answering(cluster, hook, text)
+    c = classify(err)
+    if c.verdict == "transient":
+        return Outcome(
+            "fail",
+            f"the API server could not take a {kind}: {c.message}",
+            "re-run; if it persists, check the API server's health (kubectl get --raw /readyz)",
+        )
+    if err.status == 403:
+        return Outcome(
+            "fail",
+            f"may not create a {kind} ({group_of(str(obj['apiVersion'])) or 'core'}): {text}",
+            "grant the user create on it, or run the check with a kubeconfig that may",
+        )
+    return Outcome(
+        "fail",
+        f"the API server refused a valid {kind}: {c.message}",
+        "the installed CRD's schema differs from the component's: kfctl diff APPDIR shows what changed",
+    )
+
+
+def _not_answering(cluster: Cluster, hook_name: str, text: str) -> Outcome:
+    """A webhook the API server could not call: its Service is missing or its backend is not ready; the webhook
+    configuration and the Service's EndpointSlices say which."""
+    hook = _find_webhook(cluster, hook_name)
+    why = webhook_problem(cluster, hook) if hook is not None else ""
+    missing = SERVICE_NOT_FOUND.search(text)
+    if "does not exist" in why or (missing and not why):
+        said = why or f"its Service {missing.group(1) if missing else '?'} does not exist"
+        return Outcome("fail", f'webhook "{hook_name}" cannot be called: {said} (API server: {text})', HINT_SERVICE)
+    # (a missing caBundle is not why the call failed here: without an answer there was no certificate to trust)
+    facts = f" — {why}" if why.startswith(("its Service", "Service")) else ""
+    return Outcome(
+        "fail",
+        f'webhook "{hook_name}" cannot be called: backend not ready{facts} (API server: {text})',
+        HINT_BACKEND,
+    )
+
+
+def _find_webhook(cluster: Cluster, name: str) -> dict[str, Any] | None:
+    for kind in WEBHOOK_KINDS:
+        for config in cluster.list("admissionregistration.k8s.io/v1", kind):
+            for hook in config.get("webhooks") or []:
+                if hook.get("name") == name:
+                    return dict(hook)
+    return None
