@@ -34,6 +34,7 @@ demo: setup
 	$(BIN)/kfctl generate $(DEMO)
 	$(BIN)/kfctl apply $(DEMO) --kubeconfig "$$(e2e/cluster kubeconfig)" || [ $$? -eq 10 ]  # 10: nothing to change
 	$(BIN)/kfctl status $(DEMO) --kubeconfig "$$(e2e/cluster kubeconfig)"
+	$(BIN)/kfctl check $(DEMO) --kubeconfig "$$(e2e/cluster kubeconfig)" || [ $$? -eq 13 ]  # 13: warnings only
 	$(BIN)/python e2e/demo-tfjob "$$(e2e/cluster kubeconfig)"
 	e2e/cluster status
 	@echo "The demo cluster keeps running; stop it with: make demo-down"
