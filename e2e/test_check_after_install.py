@@ -93,6 +93,23 @@ def controller_gone(kubeconfig: str) -> bool:
     return all(p["status"].get("phase") == "Pending" and not p["metadata"].get("deletionTimestamp") for p in pods)
 
 
+def patch_controller(kubeconfig: str, patch: dict[str, Any], *, check: bool = True) -> None:
+    """A merge patch of KServe's controller Deployment."""
+    kubectl(
+        kubeconfig,
+        "patch",
+        "deployment",
+        CONTROLLER,
+        "-n",
+        "kubeflow",
+        "--type",
+        "merge",
+        "-p",
+        json.dumps(patch),
+        check=check,
+    )
+
+
 def test_check_passes_on_the_installed_platform_and_names_a_webhook_without_backend(
     tmp_path: Path, kubeconfig: str, pod_runtime: Path
 ) -> None:
@@ -123,18 +140,7 @@ def test_check_passes_on_the_installed_platform_and_names_a_webhook_without_back
         none = kubectl(kubeconfig, "get", "inferenceservices,tfjobs,pytorchjobs", "-A", "-o", "name")
         assert "kfctl-check-" not in none, "a dry run stores nothing"
 
-        kubectl(
-            kubeconfig,
-            "patch",
-            "deployment",
-            CONTROLLER,
-            "-n",
-            "kubeflow",
-            "--type",
-            "merge",
-            "-p",
-            json.dumps(UNSCHEDULABLE),
-        )
+        patch_controller(kubeconfig, UNSCHEDULABLE)
         poll(lambda: ready_endpoints(kubeconfig) == 0, timeout=120, what=f"{WEBHOOK_SERVICE} to lose its endpoint")
         poll(lambda: controller_gone(kubeconfig), timeout=120, what=f"the pod of {CONTROLLER} to be gone")
         # The old process may answer a moment longer than its pod is listed; wait until the API server sees it.
@@ -157,17 +163,5 @@ def test_check_passes_on_the_installed_platform_and_names_a_webhook_without_back
         assert checks["kserve"]["verdict"] == "fail", checks["kserve"]
         assert checks["tfjob"]["verdict"] == "pass", checks["tfjob"]
     finally:
-        kubectl(
-            kubeconfig,
-            "patch",
-            "deployment",
-            CONTROLLER,
-            "-n",
-            "kubeflow",
-            "--type",
-            "merge",
-            "-p",
-            json.dumps(RESTORE),
-            check=False,
-        )
+        patch_controller(kubeconfig, RESTORE, check=False)
         uninstall(app, kubeconfig=kubeconfig)

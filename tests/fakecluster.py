@@ -12,6 +12,7 @@ import itertools
 import threading
 from collections.abc import Callable
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 from kfctl.k8s.api import Access, ApiError, ClusterInfo, NoKindMatch, RequestStats, Resource
@@ -302,3 +303,30 @@ def obj(api_version: str, kind: str, name: str, namespace: str = "", **fields: A
     if "annotations" in fields:
         meta["annotations"] = fields.pop("annotations")
     return {"apiVersion": api_version, "kind": kind, "metadata": meta, **fields}
+
+
+def kfdef_text(*apps: str) -> str:
+    """A KfDef `demo` (namespace kubeflow, platform kind) of these built-in catalog components."""
+    lines = [
+        "apiVersion: kfdef.apps.kubeflow.org/v1",
+        "kind: KfDef",
+        "metadata: {name: demo, namespace: kubeflow}",
+        "spec:",
+        "  platform: kind",
+        "  applications:",
+    ]
+    for app in apps:
+        lines += [f"  - name: {app}", f"    kustomizeConfig: {{repoRef: {{name: manifests, path: manifests/{app}}}}}"]
+    return "\n".join(lines) + "\n"
+
+
+def write_app(app_dir: Path, *apps: str, rendered: dict[str, str] | None = None) -> Path:
+    """APPDIR with kfdef.yaml (see kfdef_text) and, for `--skip-generate` runs, rendered/<app>.yaml as given."""
+    app_dir.mkdir(parents=True, exist_ok=True)
+    path = app_dir / "kfdef.yaml"
+    path.write_text(kfdef_text(*apps))
+    if rendered is not None:
+        (app_dir / "rendered").mkdir(exist_ok=True)
+        for app, text in rendered.items():
+            (app_dir / "rendered" / f"{app}.yaml").write_text(text)
+    return path

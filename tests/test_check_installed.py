@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakecluster import FakeCluster, obj
+from fakecluster import FakeCluster, obj, write_app
 
 from kfctl.app.check import check_installed
 from kfctl.catalog.load import load_catalog
@@ -314,23 +314,9 @@ def test_only_and_skip_select_among_the_installed_checks() -> None:
         select(checks, only=("node-capacity",))
 
 
-KFDEF = """
-apiVersion: kfdef.apps.kubeflow.org/v1
-kind: KfDef
-metadata: {name: demo, namespace: kubeflow}
-spec:
-  platform: kind
-  applications:
-  - name: common
-    kustomizeConfig: {repoRef: {name: manifests, path: manifests/common}}
-  - name: training-operator
-    kustomizeConfig: {repoRef: {name: manifests, path: manifests/training-operator}}
-"""
-
-
 def test_a_platform_never_applied_fails_its_health_and_its_probes_name_the_missing_kind(tmp_path: Path) -> None:
     catalog = load_catalog()
-    (tmp_path / "kfdef.yaml").write_text(KFDEF)
+    write_app(tmp_path, "common", "training-operator")
     kfdef = load_kfdef(tmp_path / "kfdef.yaml", catalog)
     report = check_installed(kfdef, catalog, open_cluster=FakeCluster, suffix="test")
     assert [(r.name, r.verdict, r.message) for r in report.results] == [

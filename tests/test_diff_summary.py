@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from fakecluster import FakeCluster, obj
+from fakecluster import FakeCluster, obj, write_app
 
 from kfctl.app.diff import diff_kfdef
 from kfctl.catalog.load import load_catalog
@@ -21,16 +21,6 @@ from kfctl.engine.inventory import Inventory, Member, applyset_id, parent_name
 from kfctl.k8s.api import ApiError
 from kfctl.objects import ObjectKey
 
-KFDEF = """
-apiVersion: kfdef.apps.kubeflow.org/v1
-kind: KfDef
-metadata: {name: demo, namespace: kubeflow}
-spec:
-  platform: kind
-  applications:
-  - name: common
-    kustomizeConfig: {repoRef: {name: manifests, path: manifests/common}}
-"""
 AGGREGATED = {
     "apiVersion": "rbac.authorization.k8s.io/v1",
     "kind": "ClusterRole",
@@ -76,9 +66,7 @@ DROPPED = [
 
 
 def upgraded(tmp_path: Path) -> FakeCluster:
-    (tmp_path / "kfdef.yaml").write_text(KFDEF)
-    (tmp_path / "rendered").mkdir()
-    (tmp_path / "rendered" / "common.yaml").write_text(RENDERED)
+    write_app(tmp_path, "common", rendered={"common": RENDERED})
     cluster = FakeCluster()
     cluster.put(obj("v1", "Namespace", "kube-system"))
     cluster.put(obj("v1", "ConfigMap", "changed", "kubeflow", data={"a": "1"}))

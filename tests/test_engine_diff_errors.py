@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fakecluster import FakeCluster, obj
+from fakecluster import FakeCluster, obj, write_app
 
 from kfctl.app.diff import diff_kfdef
 from kfctl.catalog.load import load_catalog
@@ -14,16 +14,6 @@ from kfctl.errors import KfctlError
 from kfctl.k8s.api import ApiError
 from kfctl.objects import ObjectKey
 
-KFDEF = """
-apiVersion: kfdef.apps.kubeflow.org/v1
-kind: KfDef
-metadata: {name: demo, namespace: kubeflow}
-spec:
-  platform: kind
-  applications:
-  - name: common
-    kustomizeConfig: {repoRef: {name: manifests, path: manifests/common}}
-"""
 RENDERED = """
 apiVersion: v1
 kind: ConfigMap
@@ -57,9 +47,7 @@ def test_a_failed_dry_run_says_whether_it_was_refused(
     err: ApiError, kind: str, code: int, message: str, tmp_path: Path
 ) -> None:
     catalog = load_catalog()
-    (tmp_path / "kfdef.yaml").write_text(KFDEF)
-    (tmp_path / "rendered").mkdir()
-    (tmp_path / "rendered" / "common.yaml").write_text(RENDERED)
+    write_app(tmp_path, "common", rendered={"common": RENDERED})
     cluster = FakeCluster()
     cluster.put(obj("v1", "Namespace", "kube-system"))
     cluster.put(obj("v1", "ConfigMap", "c", "kubeflow", data={"a": "1"}))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fakecluster import write_app
 
 from kfctl.cli.main import main
 
@@ -22,16 +23,6 @@ users:
 - name: u
   user: {token: abc}
 """
-KFDEF = """
-apiVersion: kfdef.apps.kubeflow.org/v1
-kind: KfDef
-metadata: {name: demo, namespace: kubeflow}
-spec:
-  platform: kind
-  applications:
-  - name: common
-    kustomizeConfig: {repoRef: {name: manifests, path: manifests/common}}
-"""
 
 
 @pytest.mark.parametrize("command", ["status", "delete"])
@@ -39,7 +30,7 @@ def test_unreachable_cluster_is_exit_6_naming_where_kfctl_looked(
     command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "kubeconfig").write_text(KUBECONFIG)
-    (tmp_path / "kfdef.yaml").write_text(KFDEF)
+    write_app(tmp_path, "common")
     code = main([command, str(tmp_path), "--kubeconfig", str(tmp_path / "kubeconfig")])
     err = capsys.readouterr().err
     assert code == 6
@@ -52,7 +43,7 @@ def test_unreachable_cluster_is_exit_6_naming_where_kfctl_looked(
 
 
 def test_a_missing_kubeconfig_is_exit_6_with_a_hint(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "kfdef.yaml").write_text(KFDEF)
+    write_app(tmp_path, "common")
     code = main(["status", str(tmp_path), "--kubeconfig", str(tmp_path / "missing")])
     assert code == 6
     assert capsys.readouterr().err == (
