@@ -91,9 +91,27 @@ def catalog_crds(exe: str, kubeconfig: str, component: str) -> Iterator[list[dic
         assert established.returncode == 0, established.stderr
         yield objects
     finally:
-        created = [name for name in names if name not in existing]
+        created = [o for o in crds if f"crd/{o['metadata']['name']}" not in existing]
+        for crd in created:
+            wait_for_cache(exe, kubeconfig, crd)
         if created:
-            kubectl(exe, kubeconfig, "delete", "--wait=true", *created)
+            kubectl(exe, kubeconfig, "delete", "--wait=true", *(f"crd/{o['metadata']['name']}" for o in created))
+
+
+def wait_for_cache(exe: str, kubeconfig: str, crd: dict[str, Any]) -> None:
+    """Until the API server's watch cache of the CRD's kind is initialised (a list at resourceVersion 0 is
+    served from it, and refused with 429 "storage is (re)initializing" until then). The API server makes a
+    kind's storage on its first request; a CRD deleted before that has its cleanup finalizer list from a cache
+    still initialising, fail once, and then (kube-apiserver v1.33's CRD finalizer: its retry reads a stale CRD,
+    gets a conflict and is not requeued) wait for the informer's resync, minutes later."""
+    spec = crd["spec"]
+    version = next(v["name"] for v in spec["versions"] if v.get("storage"))
+    path = f"/apis/{spec['group']}/{version}/{spec['names']['plural']}?resourceVersion=0&limit=1"
+    poll(
+        lambda: kubectl(exe, kubeconfig, "get", "--raw", path).returncode == 0,
+        timeout=60,
+        what=f"the watch cache of {crd['metadata']['name']}",
+    )
 
 
 @pytest.fixture(scope="module")
