@@ -10,6 +10,10 @@ rotates from run to run:
   the B3 no-op re-apply (its time and its write requests).
 - B1 peer, upstream kubeflow/manifests: `while ! kubectl apply --server-side --force-conflicts -f all.yaml;
   do sleep 20; done`, then `kubectl wait` for every CRD Established and every Deployment Available.
+- B6, on the kfctl side's cluster once installed: `kfctl check APPDIR` (each application's health, a dry-run
+  create per installed component through its webhooks); its peer is what a person would type for the same
+  answers: `kubectl wait --for=condition=Available` of every Deployment of the bundle and one
+  `kubectl create --dry-run=server` of the same samples (kfctl.check.samples), in the same namespaces.
 - B2 peer, raw apply: the same bundle pre-sorted, CRDs first: `kubectl apply --server-side -f crds.yaml`,
   `kubectl wait` Established, then one `kubectl apply --server-side -f rest.yaml`; no health wait.
 
@@ -20,6 +24,7 @@ CA Secret, volume provisioning) the e2e stand-in controller does, on every clust
 from __future__ import annotations
 
 import itertools
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +41,8 @@ from benchlib import (
     log,
     run_measured,
 )
+
+from kfctl.check.samples import SAMPLES
 
 PLATFORM = "generic"
 UPSTREAM_SLEEP = 20.0
@@ -56,6 +63,9 @@ class PlatformFigures:
     upstream_passes: list[int] = field(default_factory=list)
     upstream_first_errors: list[str] = field(default_factory=list)
     presorted: Samples = field(default_factory=Samples)  # B2 peer
+    check: Samples = field(default_factory=Samples)  # B6: kfctl check of the installed platform
+    check_peer: Samples = field(default_factory=Samples)  # B6 peer: kubectl wait + dry-run creates
+    check_verdicts: list[str] = field(default_factory=list)
 
 
 def prepare_app(root: Path) -> tuple[Path, Path, Path, Path, dict[str, Any]]:
@@ -145,11 +155,40 @@ def kfctl_install(kc: str, app: Path, figs: PlatformFigures) -> None:
     figs.reapply_writes.append(int(again.summary().get("requests", {}).get("writes", -1)))
 
 
-def measure(root: Path, *, runs: int, with_b2: bool = True) -> PlatformFigures:
+def samples_yaml(root: Path, components: list[str]) -> Path:
+    """The dry-run samples kfctl check sends for these components, as one file for the B6 peer. Katib's
+    Experiment is left out: it needs a namespace labelled for its metrics collector, which the bundle has
+    not, so kubectl would stop at its denial (kfctl check warns and goes on)."""
+    objects = [
+        o
+        for s in SAMPLES
+        if s.component in components and not s.namespace_labels
+        for o in s.instantiate(name="bench-check", namespace="kubeflow")
+    ]
+    path = root / "samples.yaml"
+    path.write_text(yaml.safe_dump_all(objects, sort_keys=False))
+    return path
+
+
+def check_both(kc: str, app: Path, samples: Path, info: dict[str, Any], figs: PlatformFigures) -> None:
+    """B6: kfctl check, then the peer, on the installed platform's cluster."""
+    ours = run_measured(kfctl_argv("check", str(app), "-o", "json", "--kubeconfig", kc))
+    if ours.code not in (0, 13):  # 13: warnings only (Katib's Experiment without a labelled namespace)
+        ours.check()
+    figs.check.add(ours.seconds)
+    figs.check_verdicts.append(json.loads(ours.stdout)["summary"]["verdict"])
+    start = time.perf_counter()
+    _wait_deployments(kc, info["deployments"])
+    _kubectl(kc, "create", "--dry-run=server", "-f", str(samples)).check()
+    figs.check_peer.add(time.perf_counter() - start)
+
+
+def measure(root: Path, *, runs: int, with_b1: bool = True, with_b2: bool = True) -> PlatformFigures:
     app, all_yaml, crds_yaml, rest_yaml, info = prepare_app(root)
     figs = PlatformFigures(objects=info["objects"], components=info["components"])
+    samples = samples_yaml(root, info["components"])  # catalog applications are named after their component
     log(f"platform: {figs.objects} objects, components {', '.join(figs.components)}")
-    sides = ["kfctl", "upstream", "presorted"] if with_b2 else ["kfctl", "upstream"]
+    sides = ["kfctl", *(["upstream"] if with_b1 else []), *(["presorted"] if with_b2 else [])]
     for i in range(runs):
         order = sides[i % len(sides) :] + sides[: i % len(sides)]
         for side in order:
@@ -157,6 +196,11 @@ def measure(root: Path, *, runs: int, with_b2: bool = True) -> PlatformFigures:
                 if side == "kfctl":
                     kfctl_install(kc, app, figs)
                     log(f"run {i + 1}: kfctl {figs.kfctl.values[-1]:.1f}s, re-apply {figs.reapply.values[-1]:.1f}s")
+                    check_both(kc, app, samples, info, figs)
+                    log(
+                        f"run {i + 1}: kfctl check {figs.check.values[-1]:.1f}s, "
+                        f"kubectl {figs.check_peer.values[-1]:.1f}s"
+                    )
                 elif side == "upstream":
                     figs.upstream.add(upstream_install(kc, all_yaml, info, figs))
                     log(f"run {i + 1}: upstream {figs.upstream.values[-1]:.1f}s ({figs.upstream_passes[-1]} passes)")

@@ -1,12 +1,14 @@
-"""kfctl's benchmarks, B1 to B5, each measured against its peer in the same run; prints a table of ratios.
+"""kfctl's benchmarks, B1 to B6, each measured against its peer in the same run; prints a table of ratios.
 
-    .venv/bin/python bench/run.py [--runs 3] [--only B1,B2,B3,B4,B5] [--sizes 500,2000,5000] [--json FILE]
+    .venv/bin/python bench/run.py [--runs 3] [--only B1,B2,B3,B4,B5,B6] [--sizes 500,2000,5000] [--json FILE]
 
 B1 time to all-healthy (full catalog, fresh cluster) vs upstream's `while ! kubectl apply …; sleep 20` +
    `kubectl wait`; B2 the same kfctl apply vs one `kubectl apply --server-side` of the bundle pre-sorted
    (CRDs first, Established); B3 no-op re-apply vs the first apply, and its write requests; B4 seconds per
    object and peak RSS at 500/2,000/5,000 synthetic objects; B5 `kfctl generate` vs `kustomize build` of
-   the same dirs one after another. See bench/README.md for what each side runs and why.
+   the same dirs one after another; B6 `kfctl check` of the installed full catalog vs `kubectl wait` of its
+   Deployments and a `kubectl create --dry-run=server` of the same samples. See bench/README.md for what
+   each side runs and why.
 
 Ratios are kfctl / peer (lower is better): the ratio of the medians, with the range of the per-run
 ratios. Every run starts its own fresh cluster(s) with `e2e/cluster up --local`; never a timed test.
@@ -29,7 +31,7 @@ import bench_platform
 import bench_scale
 from benchlib import Samples, log, setup_path
 
-ALL = ("B1", "B2", "B3", "B4", "B5")
+ALL = ("B1", "B2", "B3", "B4", "B5", "B6")
 
 
 def ratio(ours: Samples | list[float], peer: Samples | list[float]) -> str:
@@ -51,7 +53,7 @@ def verdict(ok: bool) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3, help="runs per benchmark (medians need ≥ 3)")
-    parser.add_argument("--only", default=",".join(ALL), help="comma-separated subset of B1,B2,B3,B4,B5")
+    parser.add_argument("--only", default=",".join(ALL), help="comma-separated subset of B1,B2,B3,B4,B5,B6")
     parser.add_argument("--sizes", default="500,2000,5000", help="B4 bundle sizes")
     parser.add_argument("--json", type=Path, help="also write every sample to this file")
     args = parser.parse_args()
@@ -68,8 +70,8 @@ def main() -> int:
     record: dict[str, Any] = {"runs": args.runs}
     with tempfile.TemporaryDirectory(prefix="kfctl-bench-") as tmp:
         root = Path(tmp)
-        if only & {"B1", "B2", "B3"}:
-            p = bench_platform.measure(root, runs=args.runs, with_b2="B2" in only)
+        if only & {"B1", "B2", "B3", "B6"}:
+            p = bench_platform.measure(root, runs=args.runs, with_b1="B1" in only, with_b2="B2" in only)
             record["platform"] = {k: getattr(v, "values", v) for k, v in p.__dict__.items()}
             what = f"full catalog, {p.objects} objects"
             if "B1" in only:
@@ -116,6 +118,19 @@ def main() -> int:
                         "≤ 0.3×, 0 writes",
                         verdict(ok),
                         what,
+                    )
+                )
+            if "B6" in only:
+                ok = statistics.median(p.check.values) < 5.0
+                rows.append(
+                    (
+                        "B6 check, installed",
+                        f"kfctl check: {p.check.describe()} s",
+                        f"kubectl wait + dry runs: {p.check_peer.describe()} s",
+                        ratio(p.check, p.check_peer),
+                        "< 5 s",
+                        verdict(ok),
+                        f"{what}; verdicts {p.check_verdicts}",
                     )
                 )
         if "B4" in only:

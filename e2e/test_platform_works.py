@@ -9,6 +9,11 @@ mode, a Katib Experiment, a TrainJob on the torch-distributed runtime. What the 
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import signal
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -20,7 +25,7 @@ import kube_rest
 import pytest
 from harness import poll
 from kube_rest import JSON, ApiError
-from test_apply_support import kfctl
+from test_apply_support import REPO, kfctl
 
 pytestmark = pytest.mark.e2e
 
@@ -32,6 +37,8 @@ NS = "kubeflow"
 class Platform:
     api: kube_rest.Client
     runtime: Path  # the process runtime's dir: <ns>_<pod>_<container>.log
+    app: Path  # the app dir kfctl installed it from
+    kubeconfig: str
 
     def logs(self, namespace: str, prefix: str) -> str:
         return "".join(p.read_text(errors="replace") for p in sorted(self.runtime.glob(f"{namespace}_{prefix}*.log")))
@@ -51,7 +58,7 @@ def platform(kubeconfig: str, pod_runtime: Path, tmp_path_factory: pytest.TempPa
     print(f"\nplatform applied in {time.monotonic() - started:.1f} s", file=sys.stderr)
     api = kube_rest.Client(kubeconfig)
     try:
-        yield Platform(api, pod_runtime)
+        yield Platform(api, pod_runtime, app, kubeconfig)
     finally:
         api.close()
         run = kfctl("delete", str(app), "--delete-storage", "--wait-timeout", "5m", kubeconfig=kubeconfig)
@@ -319,3 +326,60 @@ def test_trainjob_on_torch_distributed_runs_as_a_jobset_and_completes(platform: 
         ]
     finally:
         api.delete(f"{TRAINJOBS}/torch-mnist")
+
+
+SMOKE_NAMESPACES = {"labelSelector": "kfctl.dev/smoke"}
+
+
+def smoke_leftovers(api: kube_rest.Client) -> list[str]:
+    """Scratch namespaces of `kfctl check --smoke`, and TFJobs or TrainJobs of its naming, anywhere."""
+    namespaces = [n["metadata"]["name"] for n in api.list("/api/v1/namespaces", query=SMOKE_NAMESPACES)]
+    jobs = api.list("/apis/kubeflow.org/v1/tfjobs") + api.list("/apis/trainer.kubeflow.org/v1alpha1/trainjobs")
+    return namespaces + [j["metadata"]["name"] for j in jobs if j["metadata"]["name"].startswith("kfctl-smoke-")]
+
+
+def test_check_smoke_runs_a_tfjob_and_a_trainjob_to_their_end_and_leaves_nothing(platform: Platform) -> None:
+    """The verdicts are the real training operator's and the real trainer's (their Succeeded and Complete
+    conditions); the pods are finished by kwok (e2e/kwok-pod-stages.yaml), the rest is the operators' work."""
+    run = kfctl(
+        "check", str(platform.app), "--smoke", "--only", "smoke-tfjob,smoke-trainjob", kubeconfig=platform.kubeconfig
+    )
+    assert run.code == 0, run.explain()
+    report = json.loads(run.stdout)
+    checks = {c["name"]: c for c in report["checks"]}
+    assert {n: (c["category"], c["verdict"]) for n, c in checks.items()} == {
+        "smoke-tfjob": ("smoke", "pass"),
+        "smoke-trainjob": ("smoke", "pass"),
+    }, checks
+    assert re.fullmatch(
+        r"TFJob kfctl-smoke-[0-9a-f]{8}-tfjob ran to Succeeded in \d+s; its namespace is deleted",
+        checks["smoke-tfjob"]["message"],
+    ), checks
+    assert re.fullmatch(
+        r"TrainJob kfctl-smoke-[0-9a-f]{8}-trainjob ran to Complete in \d+s; its namespace is deleted",
+        checks["smoke-trainjob"]["message"],
+    ), checks
+    print(f"\nkfctl check --smoke: {checks['smoke-tfjob']['message']}; {checks['smoke-trainjob']['message']}")
+    assert smoke_leftovers(platform.api) == []
+
+
+def test_ctrl_c_during_a_smoke_run_still_deletes_its_namespace(platform: Platform) -> None:
+    argv = [sys.executable, "-m", "kfctl.cli.main", "check", str(platform.app), "--smoke", "--only", "smoke-tfjob"]
+    argv += ["--kubeconfig", platform.kubeconfig]
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+    try:
+        # The job's pod finishes 3 s after it starts: the interrupt comes while kfctl waits for it.
+        poll(lambda: api_jobs(platform.api), timeout=60, what="kfctl check --smoke to create its TFJob", interval=0.1)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    assert "Error (interrupted)" in stderr, stderr
+    assert smoke_leftovers(platform.api) == [], "kfctl exits only once its scratch namespace is gone"
+
+
+def api_jobs(api: kube_rest.Client) -> list[JSON]:
+    return [j for j in api.list("/apis/kubeflow.org/v1/tfjobs") if j["metadata"]["name"].startswith("kfctl-smoke-")]

@@ -56,6 +56,17 @@ VERSIONS = {
 Hook = Callable[[Obj], None]
 
 
+def served_crd(group: str, kind: str, plural: str) -> Obj:
+    """An Established namespaced CRD: the fake cluster serves its kind."""
+    return obj(
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        f"{plural}.{group}",
+        spec={"group": group, "scope": "Namespaced", "names": {"kind": kind, "plural": plural}},
+        status={"conditions": [{"type": "Established", "status": "True"}]},
+    )
+
+
 def established(crd: Obj) -> None:
     crd["status"] = {
         "conditions": [{"type": "Established", "status": "True"}, {"type": "NamesAccepted", "status": "True"}]

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakecluster import FakeCluster, obj, write_app
+from fakecluster import FakeCluster, obj, served_crd, write_app
 
 from kfctl.app.check import check_installed
 from kfctl.catalog.load import load_catalog
@@ -41,16 +41,6 @@ DENIAL = (
 ISVC = ObjectKey("serving.kserve.io", "InferenceService", "kubeflow", NAME)
 
 
-def crd(group: str, kind: str, plural: str) -> dict[str, Any]:
-    return obj(
-        "apiextensions.k8s.io/v1",
-        "CustomResourceDefinition",
-        f"{plural}.{group}",
-        spec={"group": group, "scope": "Namespaced", "names": {"kind": kind, "plural": plural}},
-        status={"conditions": [{"type": "Established", "status": "True"}]},
-    )
-
-
 def webhook_config(*, ca: bool = True) -> dict[str, Any]:
     client: dict[str, Any] = {"service": {"namespace": "kubeflow", "name": SERVICE, "port": 443}}
     if ca:
@@ -76,9 +66,9 @@ def endpoints(*, ready_: bool) -> dict[str, Any]:
 
 def cluster() -> FakeCluster:
     c = FakeCluster()
-    c.put(crd("kubeflow.org", "TFJob", "tfjobs"))
-    c.put(crd("kubeflow.org", "PyTorchJob", "pytorchjobs"))
-    c.put(crd("serving.kserve.io", "InferenceService", "inferenceservices"))
+    c.put(served_crd("kubeflow.org", "TFJob", "tfjobs"))
+    c.put(served_crd("kubeflow.org", "PyTorchJob", "pytorchjobs"))
+    c.put(served_crd("serving.kserve.io", "InferenceService", "inferenceservices"))
     c.put(webhook_config())
     c.put(obj("v1", "Service", SERVICE, "kubeflow", spec={"ports": [{"port": 443}]}))
     c.put(endpoints(ready_=True))
@@ -364,7 +354,7 @@ def test_an_experiment_is_probed_where_katib_accepts_one(
     namespaces: dict[str, str], expected: tuple[str, str, str]
 ) -> None:
     c = cluster()
-    c.put(crd("kubeflow.org", "Experiment", "experiments"))
+    c.put(served_crd("kubeflow.org", "Experiment", "experiments"))
     for name, value in namespaces.items():
         c.put(obj("v1", "Namespace", name, labels={LABEL: value}))
     ctx = InstalledContext(

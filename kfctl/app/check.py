@@ -58,12 +58,16 @@ def check_installed(
     only: Collection[str] = (),
     skip: Collection[str] = (),
     suffix: str | None = None,
+    smoke_timeout: float = 0.0,
+    on_start: Callable[[str], None] = lambda _name: None,
 ) -> CheckReport:
-    """The checks of the platform kfctl installed from ``kfdef``; ``suffix`` names the samples
-    (kfctl-check-<suffix>; random unless a test fixes it)."""
+    """The checks of the platform kfctl installed from ``kfdef``; with a ``smoke_timeout`` (seconds), also the
+    smoke jobs, each given that long. ``suffix`` names the samples (kfctl-check-<suffix>) and the smoke jobs'
+    namespaces (kfctl-smoke-<suffix>-…): random unless a test fixes it."""
     apps = kfdef.enabled_applications()
     components = {a.component: catalog.components[a.component] for a in apps if a.component in catalog.components}
-    checks = select(installed_checks([a.name for a in apps], components), only=only, skip=skip)
+    smoke = smoke_timeout > 0
+    checks = select(installed_checks([a.name for a in apps], components, smoke=smoke), only=only, skip=skip)
     cluster = open_cluster()
     read: list[StatusReport] = []
 
@@ -77,8 +81,9 @@ def check_installed(
         health=health,
         namespaces={name: c.namespace or kfdef.namespace for name, c in components.items()},
         suffix=suffix or secrets.token_hex(4),
+        smoke_timeout=smoke_timeout,
     )
-    return run_checks(checks, ctx)
+    return run_checks(checks, ctx, on_start=on_start)
 
 
 def health_by_application(report: StatusReport) -> dict[str, Health] | None:

@@ -5,6 +5,7 @@ applications). This module neither talks to the cluster nor prints."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, Protocol, TypeVar
@@ -61,6 +62,9 @@ class InstalledContext:
     health: Callable[[], Mapping[str, Health] | None]
     namespaces: Mapping[str, str]  # catalog component → the namespace its probes' samples go to
     suffix: str  # makes this run's sample names unique: kfctl-check-<suffix>
+    smoke_timeout: float = 0.0  # seconds a --smoke job may take to finish (0: no smoke jobs)
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
 
 
 CtxT = TypeVar("CtxT")

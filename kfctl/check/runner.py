@@ -8,7 +8,7 @@ the cluster cannot be reached, the checks that need it are skipped rather than f
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TypeVar
 
 from kfctl.check import bundle, capacity, cluster, permissions, tools
@@ -16,6 +16,7 @@ from kfctl.check.admission import dry_run_create
 from kfctl.check.applications import application_health
 from kfctl.check.model import Check, CheckReport, CheckResult, InstalledContext, Outcome, PreContext
 from kfctl.check.samples import SAMPLES
+from kfctl.check.smoke import SCENARIOS, smoke_run
 from kfctl.errors import KfctlError, UsageError
 from kfctl.k8s.api import ApiError, Unreachable
 
@@ -33,17 +34,22 @@ PRE_CHECKS: tuple[Check[PreContext], ...] = (
 REACHABLE = "cluster-reachable"
 # The names of an installed platform's checks that do not depend on the KfDef (for --help).
 PROBES = tuple(f"{s.check} ({s.category})" for s in SAMPLES)
+SMOKES = tuple(s.check for s in SCENARIOS)
 
 C = TypeVar("C")
 
 
-def installed_checks(applications: Sequence[str], components: Collection[str]) -> tuple[Check[InstalledContext], ...]:
+def installed_checks(
+    applications: Sequence[str], components: Collection[str], *, smoke: bool = False
+) -> tuple[Check[InstalledContext], ...]:
     """cluster-reachable, the health of each application (named after it), then a dry-run create of the sample
-    of each installed catalog component that has one."""
+    of each installed catalog component that has one; with ``smoke``, then each installed component's job run
+    to its end."""
     return (
         Check("cluster", REACHABLE, cluster.reachable),
         *(Check("health", app, application_health(app)) for app in applications),
         *(Check(s.category, s.check, dry_run_create(s)) for s in SAMPLES if s.component in components),
+        *(Check("smoke", s.check, smoke_run(s)) for s in SCENARIOS if smoke and s.component in components),
     )
 
 
@@ -56,7 +62,11 @@ def select(checks: Sequence[Check[C]], *, only: Collection[str] = (), skip: Coll
     return [c for c in checks if (not only or c.name in only) and c.name not in skip]
 
 
-def run_checks(checks: Sequence[Check[C]], ctx: C) -> CheckReport:
+def run_checks(
+    checks: Sequence[Check[C]], ctx: C, *, on_start: Callable[[str], None] = lambda _name: None
+) -> CheckReport:
+    """Run ``checks`` in order; ``on_start`` hears each check's name as it begins (the CLI shows it while a slow
+    one, a smoke job, runs)."""
     start = time.monotonic()
     report = CheckReport()
     unreachable = False
@@ -64,6 +74,7 @@ def run_checks(checks: Sequence[Check[C]], ctx: C) -> CheckReport:
         if check.needs_cluster and unreachable:
             outcome = Outcome("skip", "not run: the cluster cannot be reached (see cluster-reachable)")
         else:
+            on_start(check.name)
             outcome = _run_one(check, ctx)
         if check.name == REACHABLE and outcome.verdict == "fail":
             unreachable = True

@@ -13,9 +13,10 @@ from kfctl.app.check import check_before_install, check_installed
 from kfctl.app.cluster import open_cluster
 from kfctl.catalog.load import load_catalog
 from kfctl.check.model import CheckReport
-from kfctl.check.runner import PRE_CHECKS, PROBES
+from kfctl.check.runner import PRE_CHECKS, PROBES, SMOKES
 from kfctl.cli.options import get_options, global_options
 from kfctl.cli.output import emit
+from kfctl.cli.progress import Duration, check_progress
 from kfctl.cli.target import kfdef_target, resolve_kfdef
 from kfctl.errors import EXIT_CHECK_FAILED, EXIT_CHECK_WARNINGS, UsageError
 from kfctl.k8s.api import Cluster
@@ -38,6 +39,20 @@ def _names(_ctx: click.Context, _param: click.Parameter, value: tuple[str, ...])
 @click.option(
     "--skip-generate", is_flag=True, help="With --pre: check APPDIR/rendered as it is, without rendering first."
 )
+@click.option(
+    "--smoke",
+    is_flag=True,
+    help="Also run a tiny job to its end per installed training component (SMOKES), in a scratch namespace "
+    "deleted afterwards (also on Ctrl-C).",
+)
+@click.option(
+    "--smoke-timeout",
+    type=Duration(),
+    default="5m",
+    show_default=True,
+    metavar="DURATION",
+    help="How long each --smoke job may take to finish.",
+)
 @click.option("--only", multiple=True, callback=_names, metavar="NAME[,NAME]", help="Run only these checks.")
 @click.option("--skip", multiple=True, callback=_names, metavar="NAME[,NAME]", help="Leave out these checks.")
 @global_options
@@ -46,6 +61,8 @@ def check(
     kfdef_file: Path | None,
     pre: bool,
     skip_generate: bool,
+    smoke: bool,
+    smoke_timeout: float,
     only: tuple[str, ...],
     skip: tuple[str, ...],
 ) -> None:
@@ -58,9 +75,12 @@ def check(
     webhook's Service is missing, its backend is not ready, its CA bundle is not injected, or a webhook denied
     the request (quoted).
 
+    kfctl check --smoke also creates a TFJob (training-operator) and a TrainJob (trainer) in a namespace
+    kfctl-smoke-…, waits until its operator says it succeeded or failed, and deletes the namespace.
+
     kfctl check --pre renders APPDIR (unless --skip-generate), then checks: CHECKS.
 
-    Nothing is written to the cluster (dry runs only).
+    Nothing is written to the cluster (dry runs only), except by --smoke.
 
     \b
     -o json prints {"checks": [{"category", "name", "verdict", "message", "hint"}],
@@ -70,6 +90,7 @@ def check(
     Examples:
       kfctl check demo
       kfctl check demo --only inferenceservice,kserve
+      kfctl check demo --smoke --only smoke-tfjob
       kfctl check --pre demo
       kfctl check --pre demo --skip node-capacity -o json | jq '.checks[] | select(.verdict=="fail")'
     """
@@ -79,6 +100,8 @@ def check(
     def connect() -> Cluster:
         return open_cluster(kubeconfig=opts.kubeconfig, context=opts.context)
 
+    if pre and smoke:
+        raise UsageError("--smoke checks an installed platform", hint="run kfctl check --smoke after kfctl apply")
     if pre:
         report = check_before_install(
             kfdef, load_catalog(), open_cluster=connect, render=not skip_generate, only=only, skip=skip
@@ -86,7 +109,16 @@ def check(
     else:
         if skip_generate:
             raise UsageError("--skip-generate goes with --pre", hint="kfctl check (without --pre) renders nothing")
-        report = check_installed(kfdef, load_catalog(), open_cluster=connect, only=only, skip=skip)
+        with check_progress(opts) as progress:
+            report = check_installed(
+                kfdef,
+                load_catalog(),
+                open_cluster=connect,
+                only=only,
+                skip=skip,
+                smoke_timeout=smoke_timeout if smoke else 0.0,
+                on_start=progress,
+            )
     emit(opts, report.as_dict(), format_report(report, symbols=_unicode_ok(), pre=pre))
     if report.verdict == "fail":
         opts.exit_code = EXIT_CHECK_FAILED
@@ -98,6 +130,9 @@ assert check.help is not None
 check.help = check.help.replace("CHECKS", ", ".join(f"{c.name} ({c.category})" for c in PRE_CHECKS)).replace(
     "PROBES", ", ".join(PROBES)
 )
+for param in check.params:
+    if param.name == "smoke" and isinstance(param, click.Option) and param.help:
+        param.help = param.help.replace("SMOKES", ", ".join(SMOKES))
 
 
 def _unicode_ok() -> bool:

@@ -5,10 +5,12 @@ The engine calls the renderer from its scheduling thread only, so no locking is 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import TextIO
 
@@ -117,6 +119,18 @@ class EventRenderer:
             more = f" (+{len(self.waiting) - 1} more)" if len(self.waiting) > 1 else ""
             return f"{head} — waiting for {subject}: {message}{more}"
         return head
+
+
+@contextlib.contextmanager
+def check_progress(opts: GlobalOptions, *, stream: TextIO | None = None) -> Iterator[Callable[[str], None]]:
+    """`kfctl check`'s progress on a terminal: the check running now (a smoke job takes a while); nothing when
+    piped, quiet or JSON. Yields what to call with each check's name as it starts."""
+    stream = stream or sys.stderr
+    if not (stream.isatty() and opts.output == "text" and not opts.quiet):
+        yield lambda _name: None
+        return
+    with Console(file=stream, highlight=False).status("checking…") as status:
+        yield lambda name: status.update(f"checking {name}…")
 
 
 def parse_duration(text: str) -> float:

@@ -163,7 +163,8 @@ class Cluster(Protocol):
         ...
 
     def create(self, obj: Obj) -> Obj:
-        """Create (POST): ApiError 409 when the object exists. Only for the run lock's Lease."""
+        """Create (POST): ApiError 409 when the object exists. Only for the run lock's Lease and the scratch
+        objects of `kfctl check --smoke`: neither is a change to the platform (counted as lock writes)."""
         ...
 
     def replace(self, obj: Obj) -> Obj:

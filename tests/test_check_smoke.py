@@ -1,0 +1,256 @@
+"""`kfctl check --smoke`: one row per way a smoke job can end, the exact verdict and message, and what is left
+in the cluster afterwards (nothing, or the stuck namespace named).
+
+The fake cluster has no operator: the test's `sleep` plays it, writing the job's conditions and its pods the
+way the training operator or the trainer would once the poll loop first waits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from fakecluster import FakeCluster, obj, served_crd
+
+from kfctl.check.model import CheckReport, InstalledContext
+from kfctl.check.runner import installed_checks, run_checks
+from kfctl.health.model import ready
+from kfctl.objects import ObjectKey
+
+TFJOB_NS = "kfctl-smoke-test-tfjob"
+TRAINJOB_NS = "kfctl-smoke-test-trainjob"
+HINT_NOT_DONE = (
+    "is training-operator running (kfctl status APPDIR)? A Pending pod names what it waits for; a longer "
+    "--smoke-timeout helps only a slow image pull"
+)
+HINT_FAILED = (
+    "the log of training-operator's controller says why: kubectl get pods -n kubeflow, then kubectl logs of its pod"
+)
+
+
+def cluster() -> FakeCluster:
+    c = FakeCluster()
+    c.put(served_crd("kubeflow.org", "TFJob", "tfjobs"))
+    c.put(served_crd("trainer.kubeflow.org", "TrainJob", "trainjobs"))
+    return c
+
+
+def pod(namespace: str, **status: Any) -> dict[str, Any]:
+    return obj("v1", "Pod", f"{namespace}-worker-0", namespace, status=status)
+
+
+Operator = Callable[[FakeCluster], None]
+
+
+def job_ends(
+    kind: str, group: str, namespace: str, condition: str, message: str = "", *pods: dict[str, Any]
+) -> Operator:
+    """What the operator does once the job exists: its pods, then the job's terminal condition."""
+
+    def act(c: FakeCluster) -> None:
+        for p in pods:
+            c.put(p)
+        key = ObjectKey(group, kind, namespace, namespace)
+        job = c.objects[key]
+        job["status"] = {"conditions": [{"type": condition, "status": "True", "message": message}]}
+
+    return act
+
+
+def nothing(_c: FakeCluster) -> None:
+    """An operator that is not running."""
+
+
+def run(c: FakeCluster, operator: Operator, components: set[str], *, timeout: float = 10.0) -> CheckReport:
+    """Run the smoke checks of ``components`` with a clock that moves a second per sleep; the first sleep lets
+    ``operator`` act."""
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        if now[0] == 0.0:
+            operator(c)
+        now[0] += seconds
+
+    ctx = InstalledContext(
+        cluster=c,
+        health=lambda: {app: ready("ok") for app in components},
+        namespaces=dict.fromkeys(components, "kubeflow"),
+        suffix="test",
+        smoke_timeout=timeout,
+        clock=lambda: now[0],
+        sleep=sleep,
+    )
+    checks = [ch for ch in installed_checks(sorted(components), components, smoke=True) if ch.category == "smoke"]
+    return run_checks(checks, ctx)
+
+
+def left_behind(c: FakeCluster) -> list[str]:
+    return sorted(
+        str(k) for k in c.objects if k.namespace.startswith("kfctl-smoke") or k.name.startswith("kfctl-smoke")
+    )
+
+
+TFJOB_CASES = [
+    pytest.param(
+        job_ends("TFJob", "kubeflow.org", TFJOB_NS, "Succeeded"),
+        ("pass", f"TFJob {TFJOB_NS} ran to Succeeded in 1s; its namespace is deleted", ""),
+        id="succeeds",
+    ),
+    pytest.param(
+        job_ends(
+            "TFJob",
+            "kubeflow.org",
+            TFJOB_NS,
+            "Failed",
+            f"TFJob {TFJOB_NS}/{TFJOB_NS} has failed because 1 Worker replica(s) failed.",
+            pod(
+                TFJOB_NS,
+                phase="Failed",
+                containerStatuses=[
+                    {"name": "tensorflow", "state": {"terminated": {"exitCode": 1, "message": "sh: not found"}}}
+                ],
+            ),
+        ),
+        (
+            "fail",
+            f"TFJob {TFJOB_NS} failed: TFJob {TFJOB_NS}/{TFJOB_NS} has failed because 1 Worker replica(s) failed. — "
+            f"pod {TFJOB_NS}-worker-0: Failed, tensorflow exited 1: sh: not found",
+            HINT_FAILED,
+        ),
+        id="fails, the pod's exit quoted",
+    ),
+    pytest.param(
+        nothing,
+        ("fail", f"TFJob {TFJOB_NS} did not finish within 10s: training-operator made no pod for it", HINT_NOT_DONE),
+        id="no operator",
+    ),
+    pytest.param(
+        lambda c: c.put(
+            pod(
+                TFJOB_NS,
+                phase="Pending",
+                conditions=[
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "reason": "Unschedulable",
+                        "message": "0/3 nodes are available: 3 Insufficient cpu.",
+                    }
+                ],
+            )
+        ),
+        (
+            "fail",
+            f"TFJob {TFJOB_NS} did not finish within 10s: pod {TFJOB_NS}-worker-0: Pending, not scheduled: "
+            "0/3 nodes are available: 3 Insufficient cpu.",
+            HINT_NOT_DONE,
+        ),
+        id="pod unschedulable",
+    ),
+    pytest.param(
+        lambda c: c.put(
+            pod(
+                TFJOB_NS,
+                phase="Pending",
+                containerStatuses=[
+                    {
+                        "name": "tensorflow",
+                        "state": {"waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling image"}},
+                    }
+                ],
+            )
+        ),
+        (
+            "fail",
+            f"TFJob {TFJOB_NS} did not finish within 10s: pod {TFJOB_NS}-worker-0: Pending, tensorflow waiting: "
+            "ImagePullBackOff (Back-off pulling image)",
+            HINT_NOT_DONE,
+        ),
+        id="image not pulled",
+    ),
+]
+
+
+@pytest.mark.parametrize(("operator", "expected"), TFJOB_CASES)
+def test_a_tfjob_smoke_run_ends_with_its_verdict_and_leaves_nothing(
+    operator: Operator, expected: tuple[str, ...]
+) -> None:
+    c = cluster()
+    report = run(c, operator, {"training-operator"})
+    [result] = report.results
+    assert (result.category, result.name) == ("smoke", "smoke-tfjob")
+    assert (result.verdict, result.message, result.hint) == expected
+    assert left_behind(c) == []
+
+
+def test_the_job_runs_in_a_labelled_scratch_namespace_without_a_sidecar() -> None:
+    c = cluster()
+    seen: dict[str, Any] = {}
+
+    def operator(c: FakeCluster) -> None:
+        seen["namespace"] = c.objects[ObjectKey("", "Namespace", "", TFJOB_NS)]
+        seen["job"] = c.objects[ObjectKey("kubeflow.org", "TFJob", TFJOB_NS, TFJOB_NS)]
+        job_ends("TFJob", "kubeflow.org", TFJOB_NS, "Succeeded")(c)
+
+    run(c, operator, {"training-operator"})
+    assert seen["namespace"]["metadata"]["labels"] == {
+        "app.kubernetes.io/managed-by": "kfctl",
+        "kfctl.dev/smoke": "smoke-tfjob",
+        "istio-injection": "disabled",
+    }
+    [container] = seen["job"]["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"]
+    assert (container["name"], container["image"]) == ("tensorflow", "docker.io/library/busybox:1.36.1")
+
+
+def test_a_trainjob_runs_when_the_trainer_is_installed_and_completes() -> None:
+    c = cluster()
+    [result] = run(c, job_ends("TrainJob", "trainer.kubeflow.org", TRAINJOB_NS, "Complete"), {"trainer"}).results
+    assert (result.name, result.verdict, result.message) == (
+        "smoke-trainjob",
+        "pass",
+        f"TrainJob {TRAINJOB_NS} ran to Complete in 1s; its namespace is deleted",
+    )
+    assert left_behind(c) == []
+
+
+def test_a_namespace_that_does_not_go_is_named() -> None:
+    c = cluster()
+
+    def operator(c: FakeCluster) -> None:
+        c.objects[ObjectKey("", "Namespace", "", TFJOB_NS)]["metadata"]["finalizers"] = ["example.com/keep"]
+        job_ends("TFJob", "kubeflow.org", TFJOB_NS, "Succeeded")(c)
+
+    [result] = run(c, operator, {"training-operator"}).results
+    assert (result.verdict, result.message, result.hint) == (
+        "fail",
+        f"TFJob {TFJOB_NS} ran to Succeeded in 1s; its namespace is deleted; but namespace {TFJOB_NS} is still there "
+        "120s after its deletion",
+        f"kubectl get all -n {TFJOB_NS} names what keeps it; a finalizer whose controller is gone is the usual cause",
+    )
+
+
+def test_ctrl_c_while_waiting_still_deletes_the_namespace() -> None:
+    c = cluster()
+
+    def interrupt(_c: FakeCluster) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run(c, interrupt, {"training-operator"})
+    assert left_behind(c) == []
+
+
+@pytest.mark.parametrize(
+    ("components", "smoke", "expected"),
+    [
+        ({"training-operator", "trainer"}, False, []),
+        ({"training-operator", "trainer"}, True, ["smoke-tfjob", "smoke-trainjob"]),
+        ({"kserve"}, True, []),
+    ],
+)
+def test_smoke_checks_only_with_smoke_and_only_for_installed_components(
+    components: set[str], smoke: bool, expected: list[str]
+) -> None:
+    checks = installed_checks(sorted(components), components, smoke=smoke)
+    assert [ch.name for ch in checks if ch.category == "smoke"] == expected
