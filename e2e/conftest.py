@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -57,7 +58,7 @@ def _stop(cluster: Cluster) -> None:
     if os.environ.get("KFCTL_E2E_KEEP_CLUSTER"):
         print(
             f"\nkeeping the e2e cluster: KUBECONFIG={cluster.kubeconfig}; stop it with "
-            f"e2e/cluster down --state-dir {cluster.state_dir}",
+            f"e2e/cluster --state-dir {cluster.state_dir} down",
             file=sys.stderr,
         )
         return
@@ -71,11 +72,21 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     if os.environ.get("KUBECONFIG"):
         yield Cluster.from_kubeconfig(os.environ["KUBECONFIG"])
         return
-    started = _start(tmp_path_factory.mktemp("cluster"))
+    started = _start(_state_dir(tmp_path_factory, "cluster"))
     try:
         yield started
     finally:
         _stop(started)
+
+
+def _state_dir(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """Under pytest's temporary dir, unless the cluster is to be kept: pytest deletes all but its last three
+    temporary dirs, and a kept cluster's state (its kubeconfig, its pids for `down`) would vanish with one."""
+    if not os.environ.get("KFCTL_E2E_KEEP_CLUSTER"):
+        return tmp_path_factory.mktemp(name)
+    kept = Path.home() / ".cache" / "kfctl-e2e" / "kept"
+    kept.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f"{name}-", dir=kept))
 
 
 @pytest.fixture
@@ -85,7 +96,7 @@ def fresh_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]
     process runtime, so real operators serve what is installed; fails (never skips) where it cannot."""
     import localcluster
 
-    started = _start(tmp_path_factory.mktemp("fresh-cluster"))
+    started = _start(_state_dir(tmp_path_factory, "fresh-cluster"))
     try:
         state = localcluster.State.load(started.state_dir) if started.state_dir else None
         runtime = next((p for p in (state.procs if state else []) if p.name == "runtime"), None)
