@@ -32,7 +32,7 @@ demo: setup
 	e2e/cluster up
 	$(BIN)/kfctl init $(DEMO) --platform kind --force
 	$(BIN)/kfctl generate $(DEMO)
-	$(BIN)/kfctl apply $(DEMO) --kubeconfig "$$(e2e/cluster kubeconfig)" || [ $$? -eq 10 ]  # 10: nothing to change
+	$(BIN)/kfctl apply $(DEMO) --kubeconfig "$$(e2e/cluster kubeconfig)"
 	$(BIN)/kfctl status $(DEMO) --kubeconfig "$$(e2e/cluster kubeconfig)"
 	$(BIN)/kfctl check $(DEMO) --kubeconfig "$$(e2e/cluster kubeconfig)" || [ $$? -eq 13 ]  # 13: warnings only
 	$(BIN)/python e2e/demo-tfjob "$$(e2e/cluster kubeconfig)"

@@ -112,15 +112,15 @@ def test_fresh_apply_installs_every_component_healthy_in_one_pass(app_dir: Path,
 
 
 def test_second_apply_changes_nothing_and_writes_nothing(app_dir: Path, kubeconfig: str) -> None:
-    run = kfctl("apply", str(app_dir), kubeconfig=kubeconfig)
-    assert run.code == 10, run.explain()
+    run = kfctl("apply", str(app_dir), "--detailed-exitcode", kubeconfig=kubeconfig)
+    assert run.code == 0, run.explain()  # --detailed-exitcode: 0 nothing changed, 15 something did
     assert run.summary["requests"]["writes"] == 0
     assert run.summary["created"] == run.summary["configured"] == run.summary["pruned"] == 0
     assert run.summary["unchanged"] == run.summary["objects"]
     FIGURES["reapply"] = {"seconds": run.summary["seconds"], "requests": run.summary["requests"]}
 
-    diff = kfctl("diff", str(app_dir), kubeconfig=kubeconfig)
-    assert diff.code == 10, diff.explain()
+    diff = kfctl("diff", str(app_dir), "--detailed-exitcode", kubeconfig=kubeconfig)
+    assert diff.code == 0, diff.explain()
 
 
 def test_diff_shows_drift_with_secrets_masked(app_dir: Path, kubeconfig: str) -> None:

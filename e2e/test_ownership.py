@@ -4,7 +4,8 @@ manages, and puts back what someone changed in what it owns (issue 12).
 - Refusal before any write (exit 11), each foreign object named with its owner: one Argo CD tracks, one
   another kfctl install applied.
 - Drift: `kubectl set image` and `kubectl scale` on the training operator are put back on re-apply
-  (Corrected, the fields named); an untouched re-apply then makes no write request (exit 10).
+  (Corrected, the fields named; exit 15 with --detailed-exitcode); an untouched re-apply then makes no write
+  request (exit 0).
 - A real Helm release, installed by the real helm CLI (built by e2e/build-binaries) from the chart in
   e2e/helm/cert-manager, filled at test time with kfctl's own rendered cert-manager objects, so Helm owns
   exactly what kfctl would apply: refused whole and left untouched; provided to kserve and katib as an
@@ -198,8 +199,8 @@ def test_reapply_puts_back_drift_in_kfctls_fields_then_writes_nothing(tmp_path: 
         kubectl(kubeconfig, "set", "image", *deploy, "training-operator=evil/image:latest")
         kubectl(kubeconfig, "scale", *deploy, "--replicas=3")
 
-        run = kfctl("apply", str(app_dir), "--wait-timeout", "4m", kubeconfig=kubeconfig)
-        assert run.code == 0, run.explain()
+        run = kfctl("apply", str(app_dir), "--wait-timeout", "4m", "--detailed-exitcode", kubeconfig=kubeconfig)
+        assert run.code == 15, run.explain()  # --detailed-exitcode: it changed something
         assert [(e["subject"], e["message"]) for e in run.events if e["event"] == "Corrected"] == [
             (
                 "Deployment.apps kubeflow/training-operator",
@@ -217,13 +218,13 @@ def test_reapply_puts_back_drift_in_kfctls_fields_then_writes_nothing(tmp_path: 
             ("training-operator", catalog_image)
         ]
 
-        run = kfctl("apply", str(app_dir), kubeconfig=kubeconfig)
-        assert run.code == 10, run.explain()
+        run = kfctl("apply", str(app_dir), "--detailed-exitcode", kubeconfig=kubeconfig)
+        assert run.code == 0, run.explain()
         assert run.summary["requests"]["writes"] == 0 and run.summary["unchanged"] == objects, run.summary
         assert not [e for e in run.events if e["event"] in WRITES]
         FIGURES["drift: untouched re-apply"] = {"seconds": run.summary["seconds"], "requests": run.summary["requests"]}
         text = kfctl_text("apply", str(app_dir), kubeconfig=kubeconfig)
-        assert text.code == 10, text.explain()
+        assert text.code == 0, text.explain()
         last = text.stdout.strip().splitlines()[-1]
         pattern = rf"{objects} objects: 0 created, 0 configured, {objects} unchanged, 0 pruned in \d+\.\ds "
         assert re.fullmatch(pattern + r"\(0 write requests, \d+ in all\)", last), last
@@ -415,7 +416,7 @@ def test_adopted_helm_objects_outlive_delete_until_delete_adopted(helm_cert_mana
 
     # Now the install's own: an untouched re-apply, without --adopt, writes nothing.
     run = kfctl("apply", str(r.app_dir), kubeconfig=kubeconfig)
-    assert run.code == 10, run.explain()
+    assert run.code == 0, run.explain()
     assert run.summary["requests"]["writes"] == 0
 
     run = kfctl("delete", str(r.app_dir), kubeconfig=kubeconfig)
@@ -472,7 +473,7 @@ def test_an_object_rendered_without_a_namespace_is_checked_where_the_server_keep
     first = kfctl("apply", str(tmp_path / "b"), kubeconfig=kubeconfig)
     assert first.code == 0, first.explain()
     again = kfctl("apply", str(tmp_path / "b"), kubeconfig=kubeconfig)
-    assert again.code == 10, again.explain()
+    assert again.code == 0, again.explain()
     assert again.summary["requests"]["writes"] == 0, again.summary
     kfctl("delete", str(tmp_path / "b"), kubeconfig=kubeconfig)
     kubectl(kubeconfig, "delete", "configmap", "own-nons-theirs", "-n", "default", check=False)

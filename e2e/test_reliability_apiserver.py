@@ -173,5 +173,5 @@ def test_an_api_server_that_stays_down_fails_clearly_at_the_timeout(
     assert set(inv[1]) == keys(bundle(ns)), inv
     assert labelled_objects(kubeconfig, inv[0]) <= set(inv[1])
     again = kfctl("apply", str(tmp_path), "--wait-timeout", "2m", kubeconfig=kubeconfig)
-    assert again.code in (0, 10), again.explain()
+    assert again.code == 0, again.explain()
     assert kfctl("status", str(tmp_path), kubeconfig=kubeconfig).code == 0

@@ -102,8 +102,9 @@ class InterruptedError_(KfctlError):
     kind = "interrupted"
 
 
-# Exit code for "the command succeeded and had nothing to do" (apply with no changes, diff with none).
-EXIT_NO_CHANGES = 10
+# With --detailed-exitcode (as Terraform's): the command succeeded and apply changed something / diff found a
+# difference. Without the flag both exit 0 either way, so `set -e` scripts live with a no-op.
+EXIT_CHANGES = 15
 
 # `kfctl check`: every check passed but some warned / a check failed (the report names each, with a hint).
 EXIT_CHECK_WARNINGS = 13

@@ -207,7 +207,7 @@ def test_readme_exit_code_table_and_help_match_the_error_classes() -> None:
     classes = [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, errors.KfctlError)]
     raised = {c.exit_code for c in classes}
     # 2: click's usage errors; 10, 13, 14: outcomes that are not errors (nothing to do, check's verdicts)
-    assert documented == raised | {0, 2, errors.EXIT_NO_CHANGES, errors.EXIT_CHECK_WARNINGS, errors.EXIT_CHECK_FAILED}
+    assert documented == raised | {0, 2, errors.EXIT_CHANGES, errors.EXIT_CHECK_WARNINGS, errors.EXIT_CHECK_FAILED}
     assert {int(c) for c in re.findall(r"(\d+) [A-Za-z]", HELP.split("Exit codes:", 1)[1])} == documented
 
 

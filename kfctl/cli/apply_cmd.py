@@ -10,13 +10,13 @@ import click
 from kfctl.app.apply import apply_kfdef
 from kfctl.app.cluster import open_cluster
 from kfctl.catalog.load import load_catalog
-from kfctl.cli.options import get_options, global_options
+from kfctl.cli.options import detailed_exitcode_option, get_options, global_options
 from kfctl.cli.output import emit
 from kfctl.cli.progress import Duration, EventRenderer, lock_timeout_option
 from kfctl.cli.target import kfdef_target, resolve_kfdef
 from kfctl.engine.apply import ApplyOptions
 from kfctl.engine.remove import RemoveOptions
-from kfctl.errors import EXIT_NO_CHANGES
+from kfctl.errors import EXIT_CHANGES
 
 
 @click.command()
@@ -56,6 +56,7 @@ from kfctl.errors import EXIT_NO_CHANGES
 @click.option("--prune-adopted", is_flag=True, help="Also prune objects kfctl adopted rather than created.")
 @click.option("--skip-generate", is_flag=True, help="Apply APPDIR/rendered as it is, without rendering first.")
 @lock_timeout_option
+@detailed_exitcode_option
 @global_options
 def apply(
     app_dir: Path | None,
@@ -74,6 +75,7 @@ def apply(
     prune_adopted: bool,
     skip_generate: bool,
     lock_timeout: float,
+    detailed_exitcode: bool,
 ) -> None:
     """Render, then apply every object in dependency order, wait until healthy, prune what was removed.
 
@@ -81,7 +83,7 @@ def apply(
     failurePolicy=Fail webhook admits wait for that webhook's backend, applications wait for
     the ones they depend on. Transient errors are retried; denials stop the run. Objects whose
     live state holds every field kfctl renders are skipped, so re-applying an untouched platform
-    writes nothing (exit 10); a field someone changed (kubectl set image, scale) is put back and
+    writes nothing; a field someone changed (kubectl set image, scale) is put back and
     reported as Corrected. Objects that exist under another owner (a Helm release, Argo CD,
     another kfctl install) stop the run before anything is written (exit 11) unless adopted;
     an application marked external: true in the KfDef is checked, not installed.
@@ -91,8 +93,9 @@ def apply(
     inventory's namespace); a second run waits up to --lock-timeout for it.
 
     \b
-    Exit codes: 0 applied, 10 nothing changed, 6 cluster unreachable, 7 denied, 8 unhealthy,
-    11 objects owned by someone else, 12 another run holds the lock.
+    Exit codes: 0 applied (whether or not anything changed; with --detailed-exitcode 0 nothing
+    changed, 15 something did), 6 cluster unreachable, 7 denied, 8 unhealthy, 11 objects owned
+    by someone else, 12 another run holds the lock.
     \b
     Examples:
       kfctl apply demo
@@ -146,5 +149,5 @@ def apply(
         click.echo(text, err=True)
     if s.error is not None:
         raise s.error
-    if not s.changed:
-        opts.exit_code = EXIT_NO_CHANGES
+    if s.changed and detailed_exitcode:
+        opts.exit_code = EXIT_CHANGES

@@ -13,7 +13,6 @@ from kfctl.cli.options import get_options, global_options
 from kfctl.cli.output import emit
 from kfctl.cli.progress import Duration, EventRenderer, lock_timeout_option
 from kfctl.cli.target import kfdef_target, resolve_kfdef
-from kfctl.errors import EXIT_NO_CHANGES
 
 
 @click.command()
@@ -90,5 +89,3 @@ def delete(
         emit(opts, {}, text)
     if s.error is not None:
         raise s.error
-    if not s.found:
-        opts.exit_code = EXIT_NO_CHANGES

@@ -1,4 +1,5 @@
-"""`kfctl diff`: what `kfctl apply` would change (server-side dry run; exit 10 when nothing)."""
+"""`kfctl diff`: what `kfctl apply` would change (a server-side dry run; with --detailed-exitcode,
+exit 15 when something differs)."""
 
 from __future__ import annotations
 
@@ -10,27 +11,29 @@ import click
 from kfctl.app.cluster import open_cluster
 from kfctl.app.diff import DiffReport, diff_kfdef
 from kfctl.catalog.load import load_catalog
-from kfctl.cli.options import get_options, global_options
+from kfctl.cli.options import detailed_exitcode_option, get_options, global_options
 from kfctl.cli.output import emit
 from kfctl.cli.target import kfdef_target, resolve_kfdef
-from kfctl.errors import EXIT_NO_CHANGES
+from kfctl.errors import EXIT_CHANGES
 
 
 @click.command()
 @kfdef_target
 @click.option("--skip-generate", is_flag=True, help="Compare APPDIR/rendered as it is, without rendering first.")
+@detailed_exitcode_option
 @global_options
-def diff(app_dir: Path | None, kfdef_file: Path | None, skip_generate: bool) -> None:
+def diff(app_dir: Path | None, kfdef_file: Path | None, skip_generate: bool, detailed_exitcode: bool) -> None:
     """Show what apply would create, change (as JSON patches) and prune. Secret values are masked.
 
     A summary per application comes first (added, changed, removed, and changes the API server refuses as
     immutable, which `kfctl apply --recreate-immutable` deletes and recreates), then every change.
 
     \b
-    Exit codes: 0 differences found, 10 none.
+    Exit codes: 0 (with --detailed-exitcode: 0 no differences, 15 some).
     Examples:
       kfctl diff demo
       kfctl diff demo -o json | jq '.summary'
+      kfctl diff demo --detailed-exitcode > diff.txt; [ $? -eq 15 ] && echo "the cluster differs"
     """
     opts = get_options()
     kfdef = resolve_kfdef(app_dir, kfdef_file)
@@ -41,8 +44,8 @@ def diff(app_dir: Path | None, kfdef_file: Path | None, skip_generate: bool) -> 
         render=not skip_generate,
     )
     emit(opts, report.as_dict(), format_diff(report))
-    if not report.diffs:
-        opts.exit_code = EXIT_NO_CHANGES
+    if report.diffs and detailed_exitcode:
+        opts.exit_code = EXIT_CHANGES
 
 
 SIGNS = {"create": "+", "prune": "-", "update": "~", "recreate": "!"}

@@ -79,3 +79,12 @@ def global_options(func: F) -> F:
 
 def get_options() -> GlobalOptions:
     return click.get_current_context().ensure_object(GlobalOptions)
+
+
+# apply and diff: success is 0 whether or not anything changed, unless the script asks to tell them apart.
+detailed_exitcode_option = click.option(
+    "--detailed-exitcode",
+    is_flag=True,
+    help="Exit 15 instead of 0 when the run succeeded and something changed (apply) or differs (diff), as "
+    "Terraform's -detailed-exitcode; errors keep their own codes.",
+)
