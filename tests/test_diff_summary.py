@@ -133,9 +133,9 @@ def test_the_text_leads_with_the_summary_then_what_needs_a_recreate(tmp_path: Pa
     text = format_diff(report)
     head = text.split("\n\n")[0].splitlines()
     assert head == [
-        "APPLICATION      ADDED    CHANGED    REMOVED   RECREATE  UNCHANGED",
-        "common               1          1          3          1          2",
-        "total                1          1          3          1          2",
+        "APPLICATION  ADDED  CHANGED  REMOVED  RECREATE  UNCHANGED",
+        "common           1        1        3         1          2",
+        "total            1        1        3         1          2",
     ]
     assert (
         "1 object(s) cannot be changed in place (immutable fields); `kfctl apply`\n"

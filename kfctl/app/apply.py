@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from kfctl.app.bundle import Bundle, load_bundle
 from kfctl.app.cluster import ClusterRecord, identify, talking_to
 from kfctl.app.generate import generate
+from kfctl.app.per_application import ApplicationRow, application_rows
 from kfctl.catalog.model import Catalog
 from kfctl.config.model import KfDef
 from kfctl.engine import inventory, labels, ownership
@@ -32,6 +33,7 @@ from kfctl.engine.retry import Classified, retry_transient
 from kfctl.errors import ApiDeniedError, HealthError, KfctlError, OwnershipError, PlanError
 from kfctl.k8s.api import Cluster
 from kfctl.objects import ObjectKey
+from kfctl.plan.critical import Segment, critical_path
 from kfctl.plan.graph import Plan
 
 T = TypeVar("T")
@@ -51,6 +53,8 @@ class ApplySummary:
     seconds: float = 0.0
     requests: dict[str, Any] = field(default_factory=dict)
     error: KfctlError | None = None
+    applications: list[ApplicationRow] = field(default_factory=list)
+    critical_path: list[Segment] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -73,6 +77,8 @@ class ApplySummary:
             "requests": self.requests,
             "changed": self.changed,
             "ok": self.error is None,
+            "applications": [a.as_dict() for a in self.applications],
+            "criticalPath": [c.as_dict() for c in self.critical_path],
         }
 
 
@@ -213,6 +219,9 @@ def _apply_locked(
         if persist(lambda: inventory.write(cluster, final, previous=previous)):
             summary.inventory_writes += 1
             note(reporter, f"{where}: {len(final.members)} objects recorded")
+    pruned = Counter(merged.members[k].application for k in (removed.removed if removed else ()) if k in merged.members)
+    summary.applications = application_rows(plan, result, pruned)
+    summary.critical_path = critical_path(plan, result.ready_at)
     summary.error = _error(result, removed)
     summary.seconds = time.monotonic() - start
     summary.requests = cluster.stats.as_dict()

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import click
 
-from kfctl.app.apply import apply_kfdef
+from kfctl.app.apply import ApplySummary, apply_kfdef
 from kfctl.app.cluster import open_cluster
 from kfctl.catalog.load import load_catalog
 from kfctl.cli.options import detailed_exitcode_option, get_options, global_options
-from kfctl.cli.output import emit
+from kfctl.cli.output import columns, emit
 from kfctl.cli.progress import Duration, EventRenderer, lock_timeout_option
 from kfctl.cli.target import kfdef_target, resolve_kfdef
 from kfctl.engine.apply import ApplyOptions
@@ -140,6 +140,7 @@ def apply(
     )
     if s.kept:
         text += "\nKept (not pruned without a flag):\n" + "\n".join(f"  {k}" for k in s.kept)
+    text = "\n".join([*format_applications(s), text])
     data = {"summary": s.as_dict()}
     if opts.output == "json":
         click.echo(json.dumps(data, sort_keys=True))
@@ -151,3 +152,29 @@ def apply(
         raise s.error
     if s.changed and detailed_exitcode:
         opts.exit_code = EXIT_CHANGES
+
+
+# Critical-path segments shorter than this are left out of the line (the total still counts them).
+SHOWN_SEGMENT = 0.1
+
+
+def format_applications(s: ApplySummary) -> list[str]:
+    """The table per application, then the critical path: what decided the run's time."""
+    if not s.applications:
+        return []
+    head = ("APPLICATION", "STATE", "OBJECTS", "CREATED", "CONFIGURED", "UNCHANGED", "PRUNED", "HEALTHY AT")
+    rows = [
+        [a.name, a.state, a.objects, a.created, a.configured, a.unchanged, a.pruned, _seconds(a.seconds)]
+        for a in s.applications
+    ]
+    lines = columns(head, rows)
+    if s.critical_path:
+        total = sum(c.seconds for c in s.critical_path)
+        shown = [c for c in s.critical_path if c.seconds >= SHOWN_SEGMENT] or s.critical_path[-1:]
+        chain = " → ".join(f"{c.step} {c.seconds:.1f}s" for c in shown)
+        lines.append(f"critical path ({total:.1f}s): {chain}")
+    return lines
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}s"

@@ -12,7 +12,7 @@ from kfctl.app.cluster import open_cluster
 from kfctl.app.diff import DiffReport, diff_kfdef
 from kfctl.catalog.load import load_catalog
 from kfctl.cli.options import detailed_exitcode_option, get_options, global_options
-from kfctl.cli.output import emit
+from kfctl.cli.output import columns, emit
 from kfctl.cli.target import kfdef_target, resolve_kfdef
 from kfctl.errors import EXIT_CHANGES
 
@@ -56,15 +56,13 @@ def format_diff(report: DiffReport) -> str:
     summary = report.summary()
     lines = []
     if report.diffs:
-        width = max(len("APPLICATION"), *(len(a) for a in summary))
-        head = ("ADDED", "CHANGED", "REMOVED", "RECREATE", "UNCHANGED")
-        lines.append(f"{'APPLICATION':<{width}}  " + "  ".join(f"{h:>9}" for h in head))
+        head = ("APPLICATION", "ADDED", "CHANGED", "REMOVED", "RECREATE", "UNCHANGED")
         totals = dict.fromkeys(("create", "update", "prune", "recreate", "unchanged"), 0)
+        rows: list[list[object]] = []
         for app, counts in summary.items():
-            row = [counts[k] for k in totals]
+            rows.append([app or "(unknown)", *(counts[k] for k in totals)])
             totals = {k: totals[k] + counts[k] for k in totals}
-            lines.append(f"{app or '(unknown)':<{width}}  " + "  ".join(f"{n:>9}" for n in row))
-        lines.append(f"{'total':<{width}}  " + "  ".join(f"{n:>9}" for n in totals.values()))
+        lines += columns(head, [*rows, ["total", *totals.values()]])
         recreate = [d for d in report.diffs if d.action == "recreate"]
         if recreate:
             lines.append("")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 import traceback
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import click
@@ -24,6 +24,16 @@ def emit(opts: GlobalOptions, data: Mapping[str, Any], text: str) -> None:
         click.echo(json.dumps(data, indent=2, sort_keys=True))
     elif not opts.quiet and text:
         click.echo(text)
+
+
+def columns(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
+    """A plain table: the first column left-aligned, the others right-aligned, two spaces apart."""
+    cells = [[str(c) for c in header], *([str(c) for c in row] for row in rows)]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    return [
+        "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))).rstrip()
+        for r in cells
+    ]
 
 
 def format_error(err: KfctlError) -> str:

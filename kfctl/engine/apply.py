@@ -67,6 +67,9 @@ class ApplyResult:
     blocked: list[Failure] = field(default_factory=list)
     uids: dict[ObjectKey, str] = field(default_factory=dict)
     seconds: float = 0.0
+    # step id → seconds from the run's start to the step being ready (healthy, or applied when it has no wait):
+    # what the critical path and the time to healthy per application are read from.
+    ready_at: dict[str, float] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -89,6 +92,7 @@ class _Track:
     health: Health | None = None
     last_message: str = ""
     live: Obj | None = None
+    ready_at: float | None = None  # clock() when it became ready
 
 
 @dataclass
@@ -249,6 +253,7 @@ class Engine:
             self._stopping.set()
             pool.shutdown(wait=True, cancel_futures=True)
         result.seconds = self.clock() - start
+        result.ready_at = {sid: t.ready_at - start for sid, t in tracks.items() if t.ready_at is not None}
         return result
 
     def _changed(self, t: _Track) -> None:
@@ -571,6 +576,7 @@ class Engine:
     def _ready(self, t: _Track, h: Health, *, quiet: bool = False) -> None:
         t.state = "ready"
         t.health = h
+        t.ready_at = self.clock()
         if not quiet:
             self._emit("Healthy", t.step, h.message)
         self._changed(t)

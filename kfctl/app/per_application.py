@@ -1,0 +1,91 @@
+"""The end of an apply, per application: its state, its objects and what happened to them, and how long it
+took to be healthy — the table `kfctl apply` ends with (and `summary.applications` in -o json), so a person
+sees which application is done and which one the run waited on."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kfctl.engine.apply import ApplyResult
+from kfctl.plan.graph import Plan, application_id, external_id
+
+
+@dataclass(frozen=True)
+class ApplicationRow:
+    name: str
+    state: str  # ready, failed (one of its objects failed), blocked (held by a failure elsewhere), not ready
+    objects: int
+    created: int
+    configured: int  # changed in place: configured, drift corrected, adopted or recreated
+    unchanged: int
+    pruned: int
+    seconds: float | None  # from the run's start to the application being healthy; None when it never was
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "state": self.state,
+            "objects": self.objects,
+            "created": self.created,
+            "configured": self.configured,
+            "unchanged": self.unchanged,
+            "pruned": self.pruned,
+            "seconds": None if self.seconds is None else round(self.seconds, 2),
+        }
+
+
+def application_rows(plan: Plan, result: ApplyResult, pruned: Mapping[str, int]) -> list[ApplicationRow]:
+    """One row per application of the plan, in the KfDef's order; ``pruned``: application → objects pruned."""
+    app_of = {sid: step.app for sid, step in plan.steps.items()}
+    objects = Counter(step.app for step in plan.objects())
+    counts = {
+        verdict: Counter(app_of.get(sid, "") for sid in sids)
+        for verdict, sids in (
+            ("created", result.created),
+            ("configured", result.configured + result.corrected + result.adopted),
+            ("unchanged", result.unchanged),
+        )
+    }
+    failed = {app_of.get(f.subject, "") for f in result.failed}
+    blocked = {app_of.get(f.subject, "") for f in result.blocked}
+    members: dict[str, list[str]] = {}
+    for step in plan.objects():
+        members.setdefault(step.app, []).append(step.id)
+    rows = []
+    for app in plan.applications:
+        ready = _ready_at(result, app.name, members.get(app.name, []))
+        if ready is not None:
+            state = "ready"
+        elif app.name in failed:
+            state = "failed"
+        elif app.name in blocked:
+            state = "blocked"
+        else:
+            state = "not ready"
+        rows.append(
+            ApplicationRow(
+                app.name,
+                state,
+                objects[app.name],
+                counts["created"][app.name],
+                counts["configured"][app.name],
+                counts["unchanged"][app.name],
+                pruned.get(app.name, 0),
+                ready,
+            )
+        )
+    return rows
+
+
+def _ready_at(result: ApplyResult, app: str, members: list[str]) -> float | None:
+    """When the application was ready: its step's moment (the plan has one when something waits for the
+    application, or when the cluster provides it), else its last object's, once all of them are ready."""
+    for sid in (application_id(app), external_id(app)):
+        if sid in result.ready_at:
+            return result.ready_at[sid]
+    if members and all(sid in result.ready_at for sid in members):
+        return max(result.ready_at[sid] for sid in members)
+    return None
