@@ -34,7 +34,7 @@ from kfctl.errors import ApiDeniedError, HealthError, KfctlError, OwnershipError
 from kfctl.k8s.api import Cluster
 from kfctl.objects import ObjectKey
 from kfctl.plan.critical import Segment, critical_path
-from kfctl.plan.graph import Plan
+from kfctl.plan.graph import Plan, application_id
 
 T = TypeVar("T")
 
@@ -172,7 +172,9 @@ def _apply_locked(
     ClusterRecord(cluster_id, cluster.info.server, cluster.info.context).save(kfdef.app_dir)
 
     known = {**found.live, **{f.key: f.live for f in found.foreign}}
+    announce(reporter, plan)
     engine = Engine(cluster, reporter, options=options, prepare=bundle.prepare, known=known, adopting=adopting)
+    since_start = time.monotonic() - start  # the engine counts from its own start; the table from the command's
     result = engine.run(plan)
     summary.created, summary.configured, summary.corrected = (
         len(result.created),
@@ -220,12 +222,22 @@ def _apply_locked(
             summary.inventory_writes += 1
             note(reporter, f"{where}: {len(final.members)} objects recorded")
     pruned = Counter(merged.members[k].application for k in (removed.removed if removed else ()) if k in merged.members)
-    summary.applications = application_rows(plan, result, pruned)
+    summary.applications = application_rows(plan, result, pruned, offset=since_start)
     summary.critical_path = critical_path(plan, result.ready_at)
     summary.error = _error(result, removed)
     summary.seconds = time.monotonic() - start
     summary.requests = cluster.stats.as_dict()
     return summary
+
+
+def announce(reporter: Reporter, plan: Plan) -> None:
+    """One Planned event per application, in the KfDef's order: how many objects, after which applications —
+    what a live view needs before the first object is applied."""
+    sizes = Counter(step.app for step in plan.objects())
+    for app in plan.applications:
+        after = f"; after {', '.join(app.depends_on)}" if app.depends_on else ""
+        message = f"{sizes[app.name]} objects{after}"
+        reporter(Event("Planned", application_id(app.name), message, app=app.name, count=sizes[app.name]))
 
 
 class _Persist:

@@ -10,6 +10,7 @@ rather than created stay unless asked for. Like apply, it holds the install's lo
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -18,11 +19,12 @@ from typing import Any
 from kfctl.app.cluster import ClusterRecord, identify, talking_to
 from kfctl.config.model import KfDef
 from kfctl.engine import inventory
-from kfctl.engine.events import Reporter
+from kfctl.engine.events import Event, Reporter
 from kfctl.engine.lease import Held, install_lock
 from kfctl.engine.remove import RemoveOptions, remove
 from kfctl.errors import ApiDeniedError, ClusterError, HealthError, KfctlError
 from kfctl.k8s.api import Cluster
+from kfctl.plan.graph import application_id
 
 
 @dataclass
@@ -139,6 +141,8 @@ def _delete_locked(
         adopted=delete_adopted,
         adopted_flag="--delete-adopted",
     )
+    for app, n in Counter(m.application for m in inv.members.values()).items():
+        reporter(Event("Planned", application_id(app), f"{n} objects", app=app, count=n))
     result = remove(
         cluster, inv.members.values(), applyset_id=inv.id, reporter=reporter, options=options, verb="Deleted"
     )

@@ -22,7 +22,7 @@ class ApplicationRow:
     configured: int  # changed in place: configured, drift corrected, adopted or recreated
     unchanged: int
     pruned: int
-    seconds: float | None  # from the run's start to the application being healthy; None when it never was
+    seconds: float | None  # from the command's start to the application being healthy; None when it never was
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -37,8 +37,12 @@ class ApplicationRow:
         }
 
 
-def application_rows(plan: Plan, result: ApplyResult, pruned: Mapping[str, int]) -> list[ApplicationRow]:
-    """One row per application of the plan, in the KfDef's order; ``pruned``: application → objects pruned."""
+def application_rows(
+    plan: Plan, result: ApplyResult, pruned: Mapping[str, int], *, offset: float = 0.0
+) -> list[ApplicationRow]:
+    """One row per application of the plan, in the KfDef's order; ``pruned``: application → objects pruned.
+    ``offset``: seconds from the command's start to the engine's, added to the times (the engine's clock starts
+    with its run; a person's with the command)."""
     app_of = {sid: step.app for sid, step in plan.steps.items()}
     objects = Counter(step.app for step in plan.objects())
     counts = {
@@ -74,7 +78,7 @@ def application_rows(plan: Plan, result: ApplyResult, pruned: Mapping[str, int])
                 counts["configured"][app.name],
                 counts["unchanged"][app.name],
                 pruned.get(app.name, 0),
-                ready,
+                None if ready is None else ready + offset,
             )
         )
     return rows

@@ -65,7 +65,7 @@ def delete(
     """
     opts = get_options()
     kfdef = resolve_kfdef(app_dir, kfdef_file)
-    with EventRenderer(opts) as renderer:
+    with EventRenderer(opts, mode="delete") as renderer:
         s = delete_kfdef(
             kfdef,
             open_cluster=lambda: open_cluster(kubeconfig=opts.kubeconfig, context=opts.context),

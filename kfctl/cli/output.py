@@ -26,12 +26,14 @@ def emit(opts: GlobalOptions, data: Mapping[str, Any], text: str) -> None:
         click.echo(text)
 
 
-def columns(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
-    """A plain table: the first column left-aligned, the others right-aligned, two spaces apart."""
+def columns(header: Sequence[str], rows: Sequence[Sequence[object]], *, align: str = "") -> list[str]:
+    """A plain table, two spaces between columns; ``align`` has an l or r per column (default: the first
+    column left-aligned, the others right-aligned, as numbers are)."""
+    align = align or "l" + "r" * (len(header) - 1)
     cells = [[str(c) for c in header], *([str(c) for c in row] for row in rows)]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
     return [
-        "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))).rstrip()
+        "  ".join(c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(r, widths, align, strict=True)).rstrip()
         for r in cells
     ]
 

@@ -1,6 +1,8 @@
-"""Rendering engine events: a rich live view on a terminal, plain lines otherwise, JSON lines with -o json.
+"""Rendering engine events: a live view per application on a terminal, plain lines otherwise, JSON lines
+with -o json.
 
-The engine calls the renderer from its scheduling thread only, so no locking is needed here.
+The engine calls the renderer from its scheduling thread; on a terminal rich's refresh thread draws the live
+view too, so the board is read and written under a lock.
 """
 
 from __future__ import annotations
@@ -8,16 +10,18 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import TextIO
 
 import click
-from rich.console import Console
-from rich.status import Status
+from rich.console import Console, Group
+from rich.live import Live
+from rich.text import Text
 
+from kfctl.cli.board import Board, Mode
 from kfctl.cli.context import GlobalOptions
 from kfctl.engine.events import Event
 
@@ -37,7 +41,6 @@ _ALWAYS = {
     "Retrying",
     "Skipped",
 }
-APPLIED = ("Created", "Configured", "Corrected", "Adopted", "Unchanged", "Recreated")
 _STYLE = {
     "Failed": "bold red",
     "Blocked": "red",
@@ -56,50 +59,61 @@ _STYLE = {
 }
 
 
-class EventRenderer:
-    """A reporter for the engine; use as a context manager around the run."""
+# On a terminal the live view shows progress per application; of the per-object lines only these, which a
+# person should not miss, are printed above it without -v.
+_NOTABLE = {"Corrected", "Adopted", "Recreated", "Failed", "Blocked", "Pruned", "Kept", "Stuck"}
+_BOARD_STYLE = {"ready": "green", "deleted": "green", "failed": "bold red", "blocked": "red", "stuck": "red"}
 
-    def __init__(self, opts: GlobalOptions, *, stream: TextIO | None = None) -> None:
+
+class EventRenderer:
+    """A reporter for the engine; use as a context manager around the run. On a terminal: a live view, one
+    line per application (kfctl.cli.board), updated in place; piped: plain lines; -o json: JSON lines."""
+
+    def __init__(self, opts: GlobalOptions, *, mode: Mode = "apply", stream: TextIO | None = None) -> None:
         self.opts = opts
         self.stream = stream or sys.stdout
         self.start = time.monotonic()
-        self.counts: Counter[str] = Counter()
-        self.waiting: dict[str, str] = {}
         self.tty = self.stream.isatty() and opts.output == "text" and not opts.quiet
         self.console = Console(file=self.stream, highlight=False) if self.tty else None
-        self.status: Status | None = None
+        self.board = Board(mode, start=time.time())
+        self.live: Live | None = None
+        self._lock = threading.Lock()  # the engine's thread feeds the board, rich's refresh thread draws it
 
     def __enter__(self) -> EventRenderer:
         if self.console is not None:
-            self.status = self.console.status("starting…")
-            self.status.start()
+            self.live = Live(console=self.console, get_renderable=self._view, refresh_per_second=4)
+            self.live.start()
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self.status is not None:
-            self.status.stop()
+        if self.live is not None:
+            self.live.stop()  # the last frame stays on screen: where each application ended
 
     def __call__(self, event: Event) -> None:
-        self.counts[event.type] += 1
-        if event.type in ("Waiting", "Retrying"):
-            self.waiting[event.subject] = event.message
-        elif event.type not in APPLIED:
-            self.waiting.pop(event.subject, None)
+        with self._lock:
+            self.board(event)
         if self.opts.output == "json":
             click.echo(json.dumps(event.as_dict(), sort_keys=True), file=self.stream)
             return
         if self.opts.quiet and event.type not in ("Failed", "Stuck"):
             return
-        show = event.type in _ALWAYS or self.opts.verbose > 0
         if self.console is not None:
-            if show:
+            if event.type in _NOTABLE or self.opts.verbose > 0:
                 self.console.print(self._line(event), style=_STYLE.get(event.type, ""), markup=False)
-            if self.status is not None:
-                self.status.update(self._status_text())
-        elif show:
+        elif event.type in _ALWAYS or self.opts.verbose > 0:
             click.echo(self._line(event), file=self.stream)
+
+    def _view(self) -> Group:
+        """The board, a line per application cut at the terminal's width (a long wait message would wrap and
+        push the view off a small terminal)."""
+        with self._lock:
+            lines = self.board.lines(time.time())
+            states = [self.board.state(a) for a in self.board.apps.values()]
+        styles = ["bold", *(_BOARD_STYLE.get(state, "") for state in states)]
+        rows = zip(lines, styles, strict=True)
+        return Group(*(Text(line, style=style, no_wrap=True, overflow="ellipsis") for line, style in rows))
 
     def _line(self, event: Event) -> str:
         elapsed = event.at - (time.time() - (time.monotonic() - self.start))
@@ -107,18 +121,6 @@ class EventRenderer:
         if event.message:
             text += f": {event.message}"
         return text
-
-    def _status_text(self) -> str:
-        done = sum(self.counts[k] for k in APPLIED)
-        parts = [f"{done} applied", f"{self.counts['Healthy']} healthy"]
-        if self.counts["Pruned"] or self.counts["Deleted"]:
-            parts.append(f"{self.counts['Pruned'] + self.counts['Deleted']} removed")
-        head = ", ".join(parts)
-        if self.waiting:
-            subject, message = next(iter(self.waiting.items()))
-            more = f" (+{len(self.waiting) - 1} more)" if len(self.waiting) > 1 else ""
-            return f"{head} — waiting for {subject}: {message}{more}"
-        return head
 
 
 @contextlib.contextmanager

@@ -20,6 +20,7 @@ from __future__ import annotations
 import heapq
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from kfctl.engine.retry import Classified, backoff, classify
 from kfctl.health.model import Health, progressing, ready
 from kfctl.k8s.api import ApiError, Cluster, NoKindMatch, Unreachable
 from kfctl.objects import Obj, ObjectKey
-from kfctl.plan.graph import Plan, Step, topological_order
+from kfctl.plan.graph import Plan, Step, application_id, topological_order
 from kfctl.plan.rules import never_recreated
 
 State = Literal["pending", "applying", "waiting", "ready", "failed", "blocked"]
@@ -193,6 +194,8 @@ class Engine:
         tracks = {sid: _Track(plan.steps[sid]) for sid in order}
         r = _Run(order, tracks, {sid: i for i, sid in enumerate(order)}, plan.dependents(), len(order))
         self._run = r
+        self._app_objects = Counter(s.app for s in plan.objects())
+        self._unready = Counter(self._app_objects)  # application → objects not ready yet
         self._batch_members: dict[Future[object], list[str]] = {}
         self._stopping = threading.Event()  # set when the run ends (Ctrl-C included): workers stop waiting
         for sid in order:
@@ -579,6 +582,11 @@ class Engine:
         t.ready_at = self.clock()
         if not quiet:
             self._emit("Healthy", t.step, h.message)
+        if t.step.kind == "object":
+            self._unready[t.step.app] -= 1
+            if not self._unready[t.step.app]:  # the application's last object: say so, once
+                n = self._app_objects[t.step.app]
+                self.report(Event("Healthy", application_id(t.step.app), f"all {n} objects ready", app=t.step.app))
         self._changed(t)
 
     def _fail(

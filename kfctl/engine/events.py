@@ -28,6 +28,7 @@ EventType = Literal[
     "Stuck",
     "Skipped",
     "Inventory",
+    "Planned",
 ]
 
 
@@ -39,6 +40,7 @@ class Event:
     app: str = ""
     chain: tuple[str, ...] = ()  # for Failed/Blocked: subject ← … ← root cause
     at: float = field(default_factory=time.time)
+    count: int = 0  # for Planned: how many objects the application's run will touch
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"event": self.type, "subject": self.subject, "ts": round(self.at, 3)}
@@ -48,6 +50,8 @@ class Event:
             d["app"] = self.app
         if self.chain:
             d["chain"] = list(self.chain)
+        if self.count:
+            d["count"] = self.count
         return d
 
 

@@ -116,14 +116,14 @@ def remove(
                 continue
             if live is None:
                 result.removed.append(key)
-                _emit(reporter, verb, key, None)
+                _emit(reporter, verb, key, pending[key])
                 continue
             finalizers = ", ".join((live.get("metadata") or {}).get("finalizers") or []) or "none"
             why = f"still present after {options.wait_timeout:g}s; finalizers: {finalizers}"
             if key.kind == "Namespace":
                 why += _namespace_conditions(live)
             result.stuck.append((key, why))
-            reporter(Event("Stuck", str(key), why))
+            reporter(Event("Stuck", str(key), why, app=pending[key].application))
     return result
 
 
