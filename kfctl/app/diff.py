@@ -20,7 +20,7 @@ from typing import Any
 
 import jsonpatch
 
-from kfctl.app.bundle import load_bundle
+from kfctl.app.bundle import Bundle, load_bundle
 from kfctl.app.cluster import identify, talking_to
 from kfctl.app.generate import generate
 from kfctl.catalog.model import Catalog
@@ -85,33 +85,16 @@ def diff_kfdef(
     identify(cluster)
 
     def one(step: Step) -> ObjectDiff | None:
-        assert step.key is not None
-        desired = bundle.prepare(step)
         try:
-            res = cluster.resource(str(desired["apiVersion"]), step.key.kind)
-        except NoKindMatch:
-            return ObjectDiff(step.id, "create", step.app)  # its CRD is not installed yet
-        live = cluster.get(res.api_version, step.key.kind, namespace=step.key.namespace, name=step.key.name)
-        if live is None:
-            return ObjectDiff(step.id, "create", step.app)
-        if labels.applied_hash(live) == labels.desired_hash(desired) and not differences(desired, live):
-            # What apply skips (kfctl.engine.apply): a dry run would "change" fields another manager fills
-            # after every apply, e.g. the rules of an aggregated ClusterRole that kfctl renders empty.
-            return None
-        try:
-            after = cluster.apply(desired, dry_run=True)
+            return compare(cluster, bundle, step)
         except ApiError as e:
             c = classify(e)
-            if c.verdict == "immutable":
-                return ObjectDiff(step.id, "recreate", step.app, immutable=c.fields, reason=c.message)
             if c.verdict == "transient":  # a webhook not answering yet, a throttled or restarting server
                 raise ClusterError(
                     f"{step.id}: the server-side dry run could not run: {c.message}",
                     hint="re-run kfctl diff when the API server and the platform's webhooks answer (kfctl status)",
                 ) from e
             raise ApiDeniedError(f"{step.id}: the server-side dry run was rejected: {c.message}") from e
-        patch = jsonpatch.make_patch(comparable(live), comparable(after)).patch
-        return ObjectDiff(step.id, "update", step.app, patch) if patch else None
 
     steps = sorted(plan.objects(), key=lambda s: s.id)
     with talking_to(cluster, "comparing with the live objects"), ThreadPoolExecutor(max_workers=8) as pool:
@@ -125,12 +108,50 @@ def diff_kfdef(
             report.diffs.append(r)
     with talking_to(cluster, "reading the inventory"):
         inv = inventory.read(cluster, name=bundle.inventory_name, namespace=kfdef.namespace)
-    wanted = {k for k, _ in bundle.members()}
-    for key in sorted(set(inv.members) - wanted if inv else set()):
-        assert inv is not None
-        member = inv.members[key]
-        report.diffs.append(ObjectDiff(str(key), "prune", member.application, reason=_kept_without(member)))
+    report.diffs += removed(bundle, inv)
     return report
+
+
+def compare(cluster: Cluster, bundle: Bundle, step: Step, *, dry_run_create: bool = False) -> ObjectDiff | None:
+    """What applying the step's object would do (None: nothing, as apply skips it), from a server-side dry run
+    of the update. A new object is sent as a dry run too when ``dry_run_create`` (its admission webhooks judge
+    it), unless its kind is not served yet (its CRD comes with this apply). Raises the API server's refusal:
+    an immutable field comes back as a recreate."""
+    assert step.key is not None
+    desired = bundle.prepare(step)
+    try:
+        res = cluster.resource(str(desired["apiVersion"]), step.key.kind)
+    except NoKindMatch:
+        return ObjectDiff(step.id, "create", step.app, reason="not sent: its kind is served once its CRD is applied")
+    live = cluster.get(res.api_version, step.key.kind, namespace=step.key.namespace, name=step.key.name)
+    if live is None:
+        if dry_run_create:
+            cluster.apply(desired, dry_run=True)
+        return ObjectDiff(step.id, "create", step.app)
+    if labels.applied_hash(live) == labels.desired_hash(desired) and not differences(desired, live):
+        # What apply skips (kfctl.engine.apply): a dry run would "change" fields another manager fills
+        # after every apply, e.g. the rules of an aggregated ClusterRole that kfctl renders empty.
+        return None
+    try:
+        after = cluster.apply(desired, dry_run=True)
+    except ApiError as e:
+        c = classify(e)
+        if c.verdict == "immutable":
+            return ObjectDiff(step.id, "recreate", step.app, immutable=c.fields, reason=c.message)
+        raise
+    patch = jsonpatch.make_patch(comparable(live), comparable(after)).patch
+    return ObjectDiff(step.id, "update", step.app, patch) if patch else None
+
+
+def removed(bundle: Bundle, inv: inventory.Inventory | None) -> list[ObjectDiff]:
+    """What the inventory records and the bundle no longer holds: apply prunes it (or keeps it without a flag)."""
+    if inv is None:
+        return []
+    wanted = {k for k, _ in bundle.members()}
+    return [
+        ObjectDiff(str(key), "prune", inv.members[key].application, reason=_kept_without(inv.members[key]))
+        for key in sorted(set(inv.members) - wanted)
+    ]
 
 
 def _kept_without(member: inventory.Member) -> str:

@@ -9,6 +9,7 @@ import click
 
 from kfctl.app.apply import ApplySummary, apply_kfdef
 from kfctl.app.cluster import open_cluster
+from kfctl.app.dry_run import VERDICTS, DryRunReport, Verdict, dry_run_apply
 from kfctl.catalog.load import load_catalog
 from kfctl.cli.options import detailed_exitcode_option, get_options, global_options
 from kfctl.cli.output import columns, emit
@@ -16,7 +17,7 @@ from kfctl.cli.progress import Duration, EventRenderer, lock_timeout_option
 from kfctl.cli.target import kfdef_target, resolve_kfdef
 from kfctl.engine.apply import ApplyOptions
 from kfctl.engine.remove import RemoveOptions
-from kfctl.errors import EXIT_CHANGES
+from kfctl.errors import EXIT_CHANGES, ApiDeniedError, OwnershipError
 
 
 @click.command()
@@ -55,6 +56,12 @@ from kfctl.errors import EXIT_CHANGES
 )
 @click.option("--prune-adopted", is_flag=True, help="Also prune objects kfctl adopted rather than created.")
 @click.option("--skip-generate", is_flag=True, help="Apply APPDIR/rendered as it is, without rendering first.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Send every write as a server-side dry run and print the API server's verdict on each; nothing is "
+    "persisted, nothing waited for, no lock taken. Exit 7 when the server refuses one.",
+)
 @lock_timeout_option
 @detailed_exitcode_option
 @global_options
@@ -74,6 +81,7 @@ def apply(
     adopt: bool,
     prune_adopted: bool,
     skip_generate: bool,
+    dry_run: bool,
     lock_timeout: float,
     detailed_exitcode: bool,
 ) -> None:
@@ -97,12 +105,45 @@ def apply(
     changed, 15 something did), 6 cluster unreachable, 7 denied, 8 unhealthy, 11 objects owned
     by someone else, 12 another run holds the lock.
     \b
+    \b
+    --dry-run sends each write apply would make as a server-side dry run, in apply's order, and
+    prints the verdict per object: created, configured, unchanged, pruned, recreate (needs
+    --recreate-immutable), pending (cannot be judged before apply makes what it needs: a CRD, a
+    Namespace, a webhook's backend), foreign (another owner's: apply would stop, exit 11) or denied
+    (the server's words, exit 7).
+
     Examples:
       kfctl apply demo
       kfctl apply -f demo/kfdef.yaml --wait-timeout 10m -o json
+      kfctl apply demo --dry-run
     """
     opts = get_options()
     kfdef = resolve_kfdef(app_dir, kfdef_file)
+    if dry_run:
+        report = dry_run_apply(
+            kfdef,
+            load_catalog(),
+            open_cluster=lambda: open_cluster(kubeconfig=opts.kubeconfig, context=opts.context),
+            render=not skip_generate,
+        )
+        emit(opts, report.as_dict(), format_dry_run(report, verbose=opts.verbose > 0))
+        denied = [v for v in report.verdicts if v.verdict == "denied"]
+        if denied:
+            raise ApiDeniedError(
+                f"the server-side dry run refused {len(denied)} object(s)",
+                details=_listed(denied),
+                hint="kfctl apply would stop on them: fix the objects (or the policy refusing them) and re-run",
+            )
+        foreign = [v for v in report.verdicts if v.verdict == "foreign"]
+        if foreign:
+            raise OwnershipError(
+                f"{len(foreign)} object(s) exist under another owner; kfctl apply would write nothing",
+                details=_listed(foreign),
+                hint="mark the application `external: true`, or take the objects over with --adopt",
+            )
+        if report.changes and detailed_exitcode:
+            opts.exit_code = EXIT_CHANGES
+        return
     options = ApplyOptions(
         concurrency=concurrency, wait_timeout=wait_timeout, timeout=timeout, recreate_immutable=recreate_immutable
     )
@@ -174,6 +215,26 @@ def format_applications(s: ApplySummary) -> list[str]:
         chain = " → ".join(f"{c.step} {c.seconds:.1f}s" for c in shown)
         lines.append(f"critical path ({total:.1f}s): {chain}")
     return lines
+
+
+def format_dry_run(report: DryRunReport, *, verbose: bool = False) -> str:
+    """A line per object that would change (every object with -v), the counts per application, one total."""
+    lines = [
+        f"{v.subject}: {v.verdict} (server dry run)" + (f": {v.message}" if v.message else "")
+        for v in report.verdicts
+        if verbose or v.verdict != "unchanged"
+    ]
+    head = ("APPLICATION", *(v.upper() for v in VERDICTS))
+    rows = [[app, *counts.values()] for app, counts in report.by_application().items()]
+    lines += [*([""] if lines else []), *columns(head, rows)] if rows else []
+    counts = ", ".join(f"{n} {verdict}" for verdict, n in report.counts().items() if n)
+    lines.append(f"{len(report.verdicts)} objects: {counts or 'none'} (server-side dry run: nothing persisted)")
+    return "\n".join(lines)
+
+
+def _listed(verdicts: list[Verdict], shown: int = 5) -> list[str]:
+    more = [f"… and {len(verdicts) - shown} more (listed above)"] if len(verdicts) > shown else []
+    return [f"{v.subject}: {v.message}" for v in verdicts[:shown]] + more
 
 
 def _seconds(value: float | None) -> str:

@@ -1,0 +1,110 @@
+"""`kfctl apply --dry-run`: every write apply would make, sent as a server-side dry run in apply's order, and
+the API server's verdict on each — nothing is persisted, no lock is taken, nothing is waited for. What
+`kubectl apply --dry-run=server` tells a kubectl user, for the whole platform: which objects would be created,
+configured, left alone or pruned, which the admission webhooks or the schema refuse (quoted), which need
+--recreate-immutable, and which cannot be judged yet (a kind whose CRD this apply brings, a Namespace it
+creates, a webhook whose backend it installs).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from kfctl.app.bundle import load_bundle
+from kfctl.app.cluster import identify, talking_to
+from kfctl.app.diff import compare, removed
+from kfctl.app.generate import generate
+from kfctl.catalog.model import Catalog
+from kfctl.config.model import KfDef
+from kfctl.engine import inventory, ownership
+from kfctl.engine.retry import classify
+from kfctl.k8s.api import ApiError, Cluster
+from kfctl.plan.graph import Step, topological_order
+
+# The verdicts, in the order a summary lists them.
+VERDICTS = ("created", "configured", "unchanged", "pruned", "recreate", "pending", "foreign", "denied")
+_ACTIONS = {"create": "created", "update": "configured", "prune": "pruned", "recreate": "recreate"}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    subject: str
+    application: str
+    # One of VERDICTS. pending: cannot be judged before apply has made what it needs; foreign: another owner's
+    # (Helm, Argo CD, another install …): apply stops before writing anything (exit 11) unless it adopts it.
+    verdict: str
+    message: str = ""
+
+    def as_dict(self) -> dict[str, str]:
+        return {"object": self.subject, "application": self.application, "verdict": self.verdict} | (
+            {"message": self.message} if self.message else {}
+        )
+
+
+@dataclass
+class DryRunReport:
+    verdicts: list[Verdict] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        seen = Counter(v.verdict for v in self.verdicts)
+        return {v: seen[v] for v in VERDICTS}
+
+    def by_application(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for v in self.verdicts:
+            out.setdefault(v.application, dict.fromkeys(VERDICTS, 0))[v.verdict] += 1
+        return out
+
+    @property
+    def changes(self) -> bool:
+        return any(v.verdict not in ("unchanged", "denied", "foreign") for v in self.verdicts)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "dryRun": "server",
+            "objects": [v.as_dict() for v in self.verdicts],
+            "summary": self.counts(),
+            "applications": self.by_application(),
+        }
+
+
+def dry_run_apply(
+    kfdef: KfDef, catalog: Catalog, *, open_cluster: Callable[[], Cluster], render: bool = True
+) -> DryRunReport:
+    if render:
+        generate(kfdef, catalog)
+    bundle = load_bundle(kfdef, catalog)
+    plan = bundle.plan()
+    cluster = open_cluster()
+    identify(cluster)
+    steps = [plan.steps[sid] for sid in topological_order(plan) if plan.steps[sid].kind == "object"]
+    with talking_to(cluster, "reading the inventory and who owns what exists"):
+        inv = inventory.read(cluster, name=bundle.inventory_name, namespace=kfdef.namespace)
+        found = ownership.scan(cluster, bundle.objects(), applyset_id=bundle.applyset_id, inventory=inv)
+    adopting = {a.name for a in kfdef.applications if a.adopt}
+    foreign = {str(f.key): f.owner.description for f in found.foreign if f.application not in adopting}
+
+    def one(step: Step) -> Verdict:
+        if step.id in foreign:
+            return Verdict(step.id, step.app, "foreign", f"{foreign[step.id]}; apply stops (exit 11) unless --adopt")
+        try:
+            d = compare(cluster, bundle, step, dry_run_create=True)
+        except ApiError as e:
+            c = classify(e)
+            if c.verdict == "transient":
+                # A webhook not answering (its backend comes with this apply), a Namespace not found (it does
+                # too): apply would wait and retry; a dry run cannot.
+                return Verdict(step.id, step.app, "pending", c.message)
+            return Verdict(step.id, step.app, "denied", c.message)
+        if d is None:
+            return Verdict(step.id, step.app, "unchanged")
+        return Verdict(step.id, step.app, _ACTIONS[d.action], d.reason)
+
+    with talking_to(cluster, "sending apply's writes as server-side dry runs"), ThreadPoolExecutor(8) as pool:
+        report = DryRunReport(list(pool.map(one, steps)))
+    report.verdicts += [Verdict(d.subject, d.application, "pruned", d.reason) for d in removed(bundle, inv)]
+    return report
