@@ -31,7 +31,7 @@ from kfctl.engine.retry import classify
 from kfctl.errors import ApiDeniedError, ClusterError
 from kfctl.k8s.api import ApiError, Cluster, NoKindMatch
 from kfctl.plan import rules
-from kfctl.plan.graph import Step
+from kfctl.plan.graph import Plan, Step
 
 ACTIONS = ("create", "update", "prune", "recreate")
 
@@ -74,15 +74,23 @@ class DiffReport:
         return {"summary": self.summary(), "changes": changes, "unchanged": self.unchanged}
 
 
-def diff_kfdef(
-    kfdef: KfDef, catalog: Catalog, *, open_cluster: Callable[[], Cluster], render: bool = True
-) -> DiffReport:
+def against_cluster(
+    kfdef: KfDef, catalog: Catalog, *, open_cluster: Callable[[], Cluster], render: bool
+) -> tuple[Bundle, Plan, Cluster]:
+    """What diff and apply --dry-run compare: the rendered bundle (rendered first unless told not to), its plan,
+    and the target cluster, identified."""
     if render:
         generate(kfdef, catalog)
     bundle = load_bundle(kfdef, catalog)
-    plan = bundle.plan()
     cluster = open_cluster()
     identify(cluster)
+    return bundle, bundle.plan(), cluster
+
+
+def diff_kfdef(
+    kfdef: KfDef, catalog: Catalog, *, open_cluster: Callable[[], Cluster], render: bool = True
+) -> DiffReport:
+    bundle, plan, cluster = against_cluster(kfdef, catalog, open_cluster=open_cluster, render=render)
 
     def one(step: Step) -> ObjectDiff | None:
         try:

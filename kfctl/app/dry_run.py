@@ -14,10 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from kfctl.app.bundle import load_bundle
-from kfctl.app.cluster import identify, talking_to
-from kfctl.app.diff import compare, removed
-from kfctl.app.generate import generate
+from kfctl.app.cluster import talking_to
+from kfctl.app.diff import against_cluster, compare, removed
 from kfctl.catalog.model import Catalog
 from kfctl.config.model import KfDef
 from kfctl.engine import inventory, ownership
@@ -75,12 +73,7 @@ class DryRunReport:
 def dry_run_apply(
     kfdef: KfDef, catalog: Catalog, *, open_cluster: Callable[[], Cluster], render: bool = True
 ) -> DryRunReport:
-    if render:
-        generate(kfdef, catalog)
-    bundle = load_bundle(kfdef, catalog)
-    plan = bundle.plan()
-    cluster = open_cluster()
-    identify(cluster)
+    bundle, plan, cluster = against_cluster(kfdef, catalog, open_cluster=open_cluster, render=render)
     steps = [plan.steps[sid] for sid in topological_order(plan) if plan.steps[sid].kind == "object"]
     with talking_to(cluster, "reading the inventory and who owns what exists"):
         inv = inventory.read(cluster, name=bundle.inventory_name, namespace=kfdef.namespace)

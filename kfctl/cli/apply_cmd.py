@@ -127,20 +127,19 @@ def apply(
             render=not skip_generate,
         )
         emit(opts, report.as_dict(), format_dry_run(report, verbose=opts.verbose > 0))
-        denied = [v for v in report.verdicts if v.verdict == "denied"]
-        if denied:
-            raise ApiDeniedError(
-                f"the server-side dry run refused {len(denied)} object(s)",
-                details=_listed(denied),
-                hint="kfctl apply would stop on them: fix the objects (or the policy refusing them) and re-run",
-            )
-        foreign = [v for v in report.verdicts if v.verdict == "foreign"]
-        if foreign:
-            raise OwnershipError(
-                f"{len(foreign)} object(s) exist under another owner; kfctl apply would write nothing",
-                details=_listed(foreign),
-                hint="mark the application `external: true`, or take the objects over with --adopt",
-            )
+        refusals = (
+            (ApiDeniedError, "denied", "the server-side dry run refused {n} object(s)", HINT_DENIED),
+            (
+                OwnershipError,
+                "foreign",
+                "{n} object(s) have another owner; apply would write nothing",
+                HINT_OWNED,
+            ),
+        )
+        for error, verdict, message, hint in refusals:
+            refused = [v for v in report.verdicts if v.verdict == verdict]
+            if refused:
+                raise error(message.format(n=len(refused)), details=_listed(refused), hint=hint)
         if report.changes and detailed_exitcode:
             opts.exit_code = EXIT_CHANGES
         return
@@ -194,6 +193,9 @@ def apply(
     if s.changed and detailed_exitcode:
         opts.exit_code = EXIT_CHANGES
 
+
+HINT_DENIED = "kfctl apply would stop on them: fix the objects (or the policy refusing them) and re-run"
+HINT_OWNED = "mark the application `external: true`, or take the objects over with --adopt"
 
 # Critical-path segments shorter than this are left out of the line (the total still counts them).
 SHOWN_SEGMENT = 0.1
