@@ -25,7 +25,8 @@ from kfctl.errors import PlanError, RenderError
 from kfctl.objects import ObjectKey
 from kfctl.plan.duplicates import Copy, merge_copies
 from kfctl.plan.graph import build_plan
-from kfctl.plan.text import format_plan
+from kfctl.plan.summary import summarize
+from kfctl.plan.text import format_plan, format_summary
 
 TREE = Path(__file__).parent / "fixtures" / "shared-prerequisites"
 
@@ -334,6 +335,17 @@ def test_upstream_v1_11_five_applications_plan_without_a_cycle(
         "      hoisted ahead of katib's dependsOn: Deployment.apps kubeflow/training-operator [training-operator]"
         " needs it (its Namespace is Active), as do 17 more object(s) of other applications"
     ) in text
+    summary = format_summary(summarize(plan))  # what `kfctl plan` prints by default says the same, briefly
+    assert (
+        "  Namespace kubeflow  [katib]\n"
+        "      hoisted ahead of katib's dependsOn: Deployment.apps kubeflow/training-operator [training-operator]"
+        " needs it (its Namespace is Active), as do 17 more object(s) of other applications"
+    ) in summary
+    assert (
+        "  MutatingWebhookConfiguration.admissionregistration.k8s.io katib.kubeflow.org waits for"
+        " Deployment.apps kubeflow/katib-controller, Deployment.apps kubeflow/training-operator\n"
+        "      admits-its-needs: "
+    ) in summary
     katib_deployment = {e.dependency for e in plan.deps["Deployment.apps kubeflow/katib-controller"]}
     assert {"application cert-manager", "application training-operator"} <= katib_deployment
     hoisted = [s for wave in json.loads(json.dumps(plan_as_dict(plan)))["waves"] for s in wave if "hoisted" in s]

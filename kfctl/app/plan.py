@@ -9,6 +9,8 @@ from kfctl.app.generate import generate
 from kfctl.catalog.model import Catalog
 from kfctl.config.model import KfDef
 from kfctl.plan.graph import Plan
+from kfctl.plan.hoist import Hoist
+from kfctl.plan.summary import PlanSummary, summarize
 from kfctl.plan.text import hoisted_reason
 
 
@@ -19,7 +21,37 @@ def plan_kfdef(kfdef: KfDef, catalog: Catalog, *, render: bool = True) -> Plan:
 
 
 def plan_as_dict(plan: Plan) -> dict[str, Any]:
-    return {"waves": [[_step_as_dict(plan, sid) for sid in wave] for wave in plan.waves()]}
+    """Every step of every wave, and the summary `kfctl plan` prints by default."""
+    return {
+        "waves": [[_step_as_dict(plan, sid) for sid in wave] for wave in plan.waves()],
+        "summary": summary_as_dict(summarize(plan)),
+    }
+
+
+def summary_as_dict(summary: PlanSummary) -> dict[str, Any]:
+    return {
+        "objects": summary.objects,
+        "waves": summary.waves,
+        "applications": [
+            {
+                "name": a.name,
+                "objects": a.objects,
+                "external": a.external,
+                "dependsOn": list(a.depends_on),
+                "waitsOn": dict(a.waits),  # other application → how many waits on its objects
+            }
+            for a in summary.applications
+        ],
+        "hoisted": [
+            {"step": h.step, "application": h.application, "hoisted": _hoist_as_dict(h.application, h.hoist)}
+            for h in summary.hoisted
+        ],
+        "copies": [{"step": sid, "copiesIn": list(apps)} for sid, apps in summary.copies],
+        "podWebhooks": [
+            {"step": o.step, "dependency": o.dependency, "rule": o.rule.name} for o in summary.pod_webhooks
+        ],
+        "longestChain": list(summary.longest_chain),
+    }
 
 
 def _step_as_dict(plan: Plan, sid: str) -> dict[str, Any]:
@@ -33,12 +65,16 @@ def _step_as_dict(plan: Plan, sid: str) -> dict[str, Any]:
     }
     hoist = plan.hoisted.get(sid)
     if hoist is not None:  # applied ahead of its application's dependsOn, and why
-        out["hoisted"] = {
-            "neededBy": hoist.needed_by,
-            "application": hoist.needed_by_app,
-            "rule": hoist.rule.name,
-            "reason": hoisted_reason(plan.steps[sid].app, hoist),
-        }
+        out["hoisted"] = _hoist_as_dict(plan.steps[sid].app, hoist)
     if sid in plan.copies:  # later applications render an identical copy, applied once by this step
         out["copiesIn"] = list(plan.copies[sid])
     return out
+
+
+def _hoist_as_dict(app: str, hoist: Hoist) -> dict[str, Any]:
+    return {
+        "neededBy": hoist.needed_by,
+        "application": hoist.needed_by_app,
+        "rule": hoist.rule.name,
+        "reason": hoisted_reason(app, hoist),
+    }

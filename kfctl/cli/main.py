@@ -9,7 +9,7 @@ import click
 
 from kfctl import __version__
 from kfctl.cli.context import GlobalOptions
-from kfctl.cli.options import get_options, global_options
+from kfctl.cli.options import get_options, global_options, global_options_with_graphs
 from kfctl.cli.output import emit, emit_error, emit_unexpected
 from kfctl.errors import InterruptedError_, KfctlError
 
@@ -63,7 +63,7 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 config, 4 render, 5 plan, 6 cluster, 7 API
 @click.group(
     cls=LazyGroup, help=HELP, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
 )
-@global_options
+@global_options_with_graphs
 @click.pass_context
 def cli(ctx: click.Context) -> None:
     ctx.ensure_object(GlobalOptions)

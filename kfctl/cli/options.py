@@ -2,6 +2,10 @@
 
 ``kfctl -v apply`` and ``kfctl apply -v`` mean the same, as with kubectl. Each option stores into the
 shared :class:`GlobalOptions` through a callback instead of becoming a function argument.
+
+Every command writes text or JSON; ``kfctl plan`` also draws graphs (``-o dot``, ``-o mermaid``). The group
+parses ``-o`` before it knows the command, so it takes every format and each command refuses one it does
+not write, naming the command that does.
 """
 
 from __future__ import annotations
@@ -11,9 +15,38 @@ from typing import Any, TypeVar
 
 import click
 
-from kfctl.cli.context import GlobalOptions
+from kfctl.cli.context import GlobalOptions, OutputFormat
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+TEXT_OUTPUTS: tuple[OutputFormat, ...] = ("text", "json")
+GRAPH_OUTPUTS: tuple[OutputFormat, ...] = ("dot", "mermaid")
+GRAPH_COMMAND = "kfctl plan"  # the one command that draws graphs
+
+
+def _not_here(fmt: str, ctx: click.Context | None) -> str:
+    where = ctx.command_path if ctx else "this command"
+    return f"-o {fmt} draws a graph, which only `{GRAPH_COMMAND}` does; {where} takes -o text or -o json"
+
+
+class _OutputChoice(click.Choice[str]):
+    """click.Choice, with an error naming the command that takes a graph format this one does not."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        if value in GRAPH_OUTPUTS and value not in self.choices:
+            self.fail(_not_here(value, ctx), param, ctx)
+        return str(super().convert(value, param, ctx))
+
+
+def _store_output(outputs: tuple[OutputFormat, ...]) -> Callable[[click.Context, click.Parameter, Any], None]:
+    def callback(ctx: click.Context, _param: click.Parameter, value: Any) -> None:
+        opts = ctx.ensure_object(GlobalOptions)
+        if value is not None:
+            opts.output = value
+        elif opts.output not in outputs:  # given before the command name, where every format is taken
+            raise click.UsageError(_not_here(opts.output, ctx), ctx)
+
+    return callback
 
 
 def _store(attr: str) -> Callable[[click.Context, click.Parameter, Any], None]:
@@ -28,7 +61,17 @@ def _store(attr: str) -> Callable[[click.Context, click.Parameter, Any], None]:
 
 
 def global_options(func: F) -> F:
-    """Attach -v/-q/-o/--kubeconfig/--context to a group or command."""
+    """Attach -v/-q/-o/--kubeconfig/--context to a command that writes text or JSON."""
+    return _attach(func, outputs=TEXT_OUTPUTS)
+
+
+def global_options_with_graphs(func: F) -> F:
+    """The same, ``-o`` also taking dot and mermaid: for `kfctl plan`, and for the group (see above)."""
+    return _attach(func, outputs=TEXT_OUTPUTS + GRAPH_OUTPUTS)
+
+
+def _attach(func: F, *, outputs: tuple[OutputFormat, ...]) -> F:
+    graphs = f"; dot or mermaid: a graph ({GRAPH_COMMAND})" if set(GRAPH_OUTPUTS) <= set(outputs) else ""
     decorators = [
         click.option(
             "-v",
@@ -49,11 +92,11 @@ def global_options(func: F) -> F:
         click.option(
             "-o",
             "--output",
-            type=click.Choice(["text", "json"]),
+            type=_OutputChoice(outputs),
             default=None,
             expose_value=False,
-            callback=_store("output"),
-            help="Output format: text for people, json for machines.",
+            callback=_store_output(outputs),
+            help=f"Output format: text for people, json for machines{graphs}.",
         ),
         click.option(
             "--kubeconfig",

@@ -1,15 +1,24 @@
-"""`kfctl plan` as text: waves of steps, each with what it waits for and why. Tests snapshot this text."""
+"""`kfctl plan` as text: the summary, or every wave of steps with what each waits for and why.
+
+Tests snapshot this text; it says nothing of command-line flags, which are the CLI's to mention.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from kfctl.plan import rules
 from kfctl.plan.graph import Plan
 from kfctl.plan.hoist import Hoist
+from kfctl.plan.summary import ApplicationSummary, PlanSummary, PodWebhookOrder
+
+CHAIN_WIDTH = 100  # the longest chain wraps between steps, so each line stays readable in a terminal
+LISTED = 3  # names listed before "and N more" in the summary
 
 
 def format_plan(plan: Plan) -> str:
     waves = plan.waves()
-    n_obj = len(plan.objects())
-    lines = [f"Plan: {n_obj} objects in {len(plan.applications)} application(s), {len(waves)} wave(s)"]
+    lines = [headline(len(plan.objects()), len(plan.applications), len(waves))]
     for app in plan.applications:
         if app.depends_on:
             lines.append(f"  application {app.name} after {', '.join(app.depends_on)}")
@@ -39,6 +48,75 @@ def format_plan(plan: Plan) -> str:
                 verb = "after" if edge.rule.order_only else "waits for"
                 lines.append(f"      {verb} {edge.dependency}: {edge.rule.phrase}")
     return "\n".join(lines)
+
+
+def headline(objects: int, applications: int, waves: int) -> str:
+    return f"Plan: {objects} objects in {applications} application(s), {waves} wave(s)"
+
+
+def format_summary(summary: PlanSummary) -> str:
+    """What a reviewer needs to see on one screen; every section but the applications only when it has rows."""
+    lines = [headline(summary.objects, len(summary.applications), summary.waves), ""]
+    lines += _application_table(summary.applications)
+    if summary.hoisted:
+        lines += ["", "Shared objects applied ahead of their application's dependsOn:"]
+        for h in summary.hoisted:
+            lines += [f"  {h.step}  [{h.application}]", f"      {hoisted_reason(h.application, h.hoist)}"]
+    if summary.copies:
+        lines += ["", "Objects several applications render:"]
+        for sid, apps in summary.copies:
+            lines.append(f"  {sid}  applied once: identical copy in application {', '.join(apps)}")
+    if summary.pod_webhooks:
+        lines += ["", "Pod webhooks (a failurePolicy=Fail webhook admits these workloads' pods):"]
+        lines += _pod_webhook_lines(summary.pod_webhooks)
+    if len(summary.longest_chain) > 1:  # one step alone waits for nothing
+        lines += ["", f"Longest chain of waits ({len(summary.longest_chain)} steps):"]
+        lines += _wrapped_chain(summary.longest_chain)
+    return "\n".join(lines)
+
+
+def _application_table(apps: Sequence[ApplicationSummary]) -> list[str]:
+    rows = [("APPLICATION", "OBJECTS", "AFTER (dependsOn)", "WAITS ON OBJECTS OF")]
+    for a in apps:
+        waits = ", ".join(f"{name} ×{n}" for name, n in a.waits)
+        rows.append((a.name, "external" if a.external else str(a.objects), ", ".join(a.depends_on), waits))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    return [f"  {r[0]:<{widths[0]}}  {r[1]:>{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}".rstrip() for r in rows]
+
+
+def _pod_webhook_lines(orders: Sequence[PodWebhookOrder]) -> list[str]:
+    """One line per webhook configuration registered late, and per backend that workloads' pods wait for."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for o in orders:
+        if o.rule.name == rules.ADMITS_ITS_NEEDS.name:  # the configuration waits for workloads
+            groups.setdefault((o.rule.name, o.step), []).append(o.dependency)
+        else:  # workloads wait for the backend
+            groups.setdefault((o.rule.name, o.dependency), []).append(o.step)
+    phrase = {o.rule.name: o.rule.phrase for o in orders}
+    lines = []
+    for (rule, subject), others in sorted(groups.items()):
+        if rule == rules.ADMITS_ITS_NEEDS.name:
+            lines.append(f"  {subject} waits for {_some(others)}")
+        else:
+            lines.append(f"  {_some(others)} {'waits' if len(others) == 1 else 'wait'} for {subject}")
+        lines.append(f"      {rule}: {phrase[rule]}")
+    return lines
+
+
+def _some(names: Sequence[str]) -> str:
+    more = len(names) - LISTED
+    return ", ".join(names[:LISTED]) + (f" and {more} more" if more > 0 else "")
+
+
+def _wrapped_chain(chain: Sequence[str]) -> list[str]:
+    """``A → B → C``, wrapped before an arrow once a line is CHAIN_WIDTH long."""
+    lines = [f"  {chain[0]}"]
+    for sid in chain[1:]:
+        if len(lines[-1]) + len(sid) + 3 > CHAIN_WIDTH:
+            lines.append(f"  → {sid}")
+        else:
+            lines[-1] += f" → {sid}"
+    return lines
 
 
 def hoisted_reason(app: str, hoist: Hoist) -> str:

@@ -1,0 +1,155 @@
+"""`kfctl plan`'s default output: the summary of a plan, which must fit one screen for the whole catalog.
+
+Each row builds a plan from objects of our own and gives the exact summary. The `tuner` row is the shape of
+upstream katib (see test_plan_podhooks.py): a pod mutator in the namespace of the operator it dependsOn, so
+shared namespaces are hoisted and workloads are ordered around the webhook.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from test_catalog import make_app, supported
+from test_plan_podhooks import mutator, plan_of
+
+from kfctl.app.plan import plan_as_dict, plan_kfdef
+from kfctl.catalog.model import Catalog
+from kfctl.config.loader import load_kfdef
+from kfctl.objects import ObjectKey
+from kfctl.plan.duplicates import Copy
+from kfctl.plan.graph import ExternalCheck, Plan, build_plan
+from kfctl.plan.summary import summarize
+from kfctl.plan.text import format_summary
+
+SCREEN = 40  # lines: the summary of every component of the catalog fits a terminal without scrolling
+
+NS = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}}
+CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": "ml"}}
+CERT = {"apiVersion": "cert-manager.io/v1", "kind": "Certificate", "metadata": {"name": "serving", "namespace": "ml"}}
+
+
+def external_and_copy() -> Plan:
+    """serving's Certificate needs the cert-manager the cluster provides; `copy` renders serving's Namespace."""
+    return build_plan(
+        [("serving", [NS, CERT, CM]), ("copy", [])],
+        depends_on={"serving": ["cert-manager"]},
+        externals=[ExternalCheck("cert-manager", ("certificates.cert-manager.io",))],
+        copies=[Copy(ObjectKey("", "Namespace", "", "ml"), "serving", "copy")],
+    )
+
+
+def lone_application() -> Plan:
+    return build_plan([("settings", [CM])], depends_on={})
+
+
+CASES: list[tuple[str, Callable[[], Plan], str]] = [
+    (
+        "pod-webhook-and-hoisting",
+        lambda: plan_of(mutator()),
+        """\
+Plan: 9 objects in 3 application(s), 7 wave(s)
+
+  APPLICATION  OBJECTS  AFTER (dependsOn)  WAITS ON OBJECTS OF
+  operator           1                     tuner ×1
+  tuner              6  operator           operator ×1
+  serving            2                     tuner ×3
+
+Shared objects applied ahead of their application's dependsOn:
+  Namespace ml  [tuner]
+      hoisted ahead of tuner's dependsOn: Deployment.apps ml/operator [operator] needs it (its Namespace is Active), \
+as do 1 more object(s) of other applications
+  Namespace plain  [tuner]
+      hoisted ahead of tuner's dependsOn: Deployment.apps plain/elsewhere [serving] needs it (its Namespace is Active)
+
+Pod webhooks (a failurePolicy=Fail webhook admits these workloads' pods):
+  MutatingWebhookConfiguration.admissionregistration.k8s.io tuner waits for Deployment.apps ml/operator, \
+Deployment.apps ml/tuner
+      admits-its-needs: it would admit the pods of a workload its own backend needs: registered once that workload \
+is Available
+  Deployment.apps ml/serving, Deployment.apps ml/tuner-ui wait for webhook backend ml/tuner-webhook
+      pod-webhook: a failurePolicy=Fail webhook admits its pods: they are created once its backend answers
+
+Longest chain of waits (6 steps):
+  Namespace ml → Deployment.apps ml/operator → application operator → Deployment.apps ml/tuner
+  → webhook backend ml/tuner-webhook → Deployment.apps ml/serving""",
+    ),
+    (
+        "external-application-and-identical-copy",
+        external_and_copy,
+        """\
+Plan: 3 objects in 3 application(s), 4 wave(s)
+
+  APPLICATION    OBJECTS  AFTER (dependsOn)  WAITS ON OBJECTS OF
+  cert-manager  external
+  serving              3  cert-manager       cert-manager ×1
+  copy                 0
+
+Objects several applications render:
+  Namespace ml  applied once: identical copy in application copy
+
+Longest chain of waits (4 steps):
+  external application cert-manager → application cert-manager → Namespace ml
+  → Certificate.cert-manager.io ml/serving""",
+    ),
+    (
+        # No dependsOn, nothing shared, nothing to wait for: the table alone.
+        "one-application-that-waits-for-nothing",
+        lone_application,
+        """\
+Plan: 1 objects in 1 application(s), 1 wave(s)
+
+  APPLICATION  OBJECTS  AFTER (dependsOn)  WAITS ON OBJECTS OF
+  settings           1""",
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "build", "expected"), CASES, ids=[c[0] for c in CASES])
+def test_summary_of_a_plan(case: str, build: Callable[[], Plan], expected: str) -> None:
+    assert format_summary(summarize(build())) == expected
+
+
+def test_the_longest_chain_counts_only_waits() -> None:
+    """A RoleBinding is applied after its Role (order only): that edge makes no chain longer."""
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "r", "namespace": "ml"}}
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "r", "namespace": "ml"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"},
+    }
+    plan = build_plan([("a", [NS, role, binding])], depends_on={})
+    assert summarize(plan).longest_chain == ("Namespace ml", "Role.rbac.authorization.k8s.io ml/r")
+
+
+def test_json_keeps_the_waves_and_adds_the_summary() -> None:
+    data = plan_as_dict(plan_of(mutator()))
+    assert [s["step"] for s in data["waves"][0]] == ["Namespace ml", "Namespace plain"]
+    summary = data["summary"]
+    assert summary["applications"][1] == {
+        "name": "tuner",
+        "objects": 6,
+        "external": False,
+        "dependsOn": ["operator"],
+        "waitsOn": {"operator": 1},
+    }
+    assert summary["hoisted"][0]["step"] == "Namespace ml"
+    assert summary["hoisted"][0]["hoisted"] == data["waves"][0][0]["hoisted"]
+    assert {
+        "step": "Deployment.apps ml/serving",
+        "dependency": "webhook backend ml/tuner-webhook",
+        "rule": "pod-webhook",
+    } in (summary["podWebhooks"])
+    assert summary["longestChain"][-1] == "Deployment.apps ml/serving"
+
+
+def test_the_whole_catalog_summary_fits_one_screen(tmp_path: Path, real_catalog: Catalog) -> None:
+    app = make_app(tmp_path, real_catalog, platform="generic", components=supported(real_catalog, "generic"))
+    plan = plan_kfdef(load_kfdef(app / "kfdef.yaml", real_catalog), real_catalog)
+    text = format_summary(summarize(plan))
+    assert len(text.splitlines()) + 2 <= SCREEN, text  # + the CLI's blank line and its pointer to --full
+    assert len(plan.applications) == len(supported(real_catalog, "generic"))
+    for app_name in supported(real_catalog, "generic"):
+        assert f"\n  {app_name} " in text
