@@ -191,7 +191,8 @@ CASES: list[tuple[str, Callable[[FakeCluster, list[Any]], None], str, tuple[str,
         (
             "fail",
             "the cluster does not serve 1 apiVersion/kind(s) of the bundle: "
-            "apiextensions.k8s.io/v1beta1 CustomResourceDefinition (old)",
+            "apiextensions.k8s.io/v1beta1 CustomResourceDefinition: 1 object(s) in old; removed in Kubernetes 1.22; "
+            "use apiextensions.k8s.io/v1",
         ),
     ),
     (

@@ -193,6 +193,15 @@ COPY_CASES: list[tuple[str, dict[str, Any], dict[str, Any], Copy | str]] = [
         Copy(NS_ML, "a", "b"),
     ),
     (
+        "labels-one-copy-lacks-are-merged",
+        ns("ml", team="ml"),
+        {
+            **ns("ml", team="ml", extra="yes"),
+            "metadata": {"name": "ml", "labels": {"team": "ml", "extra": "yes"}, "annotations": {"note": "b"}},
+        },
+        Copy(NS_ML, "a", "b", ("metadata.annotations.note", "metadata.labels.extra")),
+    ),
+    (
         "a-label-differs",
         ns("ml", team="ml"),
         ns("ml", team="research", extra="yes"),
@@ -218,6 +227,9 @@ def test_the_same_object_in_two_applications(
         merged, copies = merge_copies(bundle, sources=SOURCES)
         assert merged == (("a", (first,)), ("b", (ns("b"),)))
         assert copies == (verdict,)
+        for field in verdict.merged:  # the kept copy now carries what the dropped one added
+            _, section, key = field.split(".", 2)
+            assert first["metadata"][section][key] == copy["metadata"][section][key]
         return
     with pytest.raises(RenderError) as err:
         merge_copies(bundle, sources=SOURCES)
@@ -228,13 +240,15 @@ def test_the_same_object_in_two_applications(
 
 def test_several_differing_objects_are_listed_together() -> None:
     with pytest.raises(RenderError) as err:
-        merge_copies([("a", (ns("x", t="1"), ns("y"))), ("b", (ns("x", t="2"), ns("y", t="3")))], sources=SOURCES)
+        merge_copies(
+            [("a", (ns("x", t="1"), ns("y", u="1"))), ("b", (ns("x", t="2"), ns("y", t="3", u="2")))], sources=SOURCES
+        )
     assert err.value.message == "2 objects are rendered differently by two applications"
     assert err.value.details == [
         "Namespace x: application a (demo/rendered/a.yaml) and application b (demo/rendered/b.yaml) render it"
         " differently: metadata.labels.t",
         "Namespace y: application a (demo/rendered/a.yaml) and application b (demo/rendered/b.yaml) render it"
-        " differently: metadata.labels",
+        " differently: metadata.labels.t, metadata.labels.u",
     ]
 
 

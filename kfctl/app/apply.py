@@ -30,6 +30,7 @@ from kfctl.engine.events import Event, Reporter
 from kfctl.engine.lease import Held, install_lock
 from kfctl.engine.remove import RemoveOptions, RemoveResult, remove
 from kfctl.engine.retry import Classified, retry_transient
+from kfctl.engine.served import refuse_unserved
 from kfctl.errors import ApiDeniedError, HealthError, KfctlError, OwnershipError, PlanError
 from kfctl.k8s.api import Cluster
 from kfctl.objects import ObjectKey
@@ -102,6 +103,8 @@ def apply_kfdef(
     plan = bundle.plan()
     cluster = open_cluster()
     cluster_id = identify(cluster)
+    with talking_to(cluster, "checking that the cluster serves the bundle's apiVersions"):
+        refuse_unserved(cluster, bundle.objects())
     with talking_to(cluster, "checking the target namespaces"):
         _preflight_namespaces(cluster, bundle)
     persist = _Persist(cluster, reporter, deadline=time.monotonic() + options.wait_timeout)

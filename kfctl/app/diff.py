@@ -28,6 +28,7 @@ from kfctl.config.model import KfDef
 from kfctl.engine import inventory, labels
 from kfctl.engine.drift import comparable, differences
 from kfctl.engine.retry import classify
+from kfctl.engine.served import refuse_unserved
 from kfctl.errors import ApiDeniedError, ClusterError
 from kfctl.k8s.api import ApiError, Cluster, NoKindMatch
 from kfctl.plan import rules
@@ -84,6 +85,8 @@ def against_cluster(
     bundle = load_bundle(kfdef, catalog)
     cluster = open_cluster()
     identify(cluster)
+    with talking_to(cluster, "checking that the cluster serves the bundle's apiVersions"):
+        refuse_unserved(cluster, bundle.objects())
     return bundle, bundle.plan(), cluster
 
 

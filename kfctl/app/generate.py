@@ -163,12 +163,15 @@ def _render_all(
     def render(layout: AppLayout) -> str:
         name = layout.app.name
         try:
-            out = _build(k, tmp, name, kfdef.app_dir)
+            # Without the load restrictor only when vendoring followed every reference and found each inside
+            # the repo; after a fallback (a reference it could not follow) kustomize's restrictor stays on.
+            unrestricted = layout.unrestricted and not any(f.startswith(f"application {name}: ") for f in fallbacks)
+            out = _build(k, tmp, name, kfdef.app_dir, unrestricted=unrestricted)
             if MIRROR_OVERLAY in layout.app.overlays:
                 images = container_images(parse_stream(out, source=f"application {name}"))
                 mirrored = plan_application(kfdef, catalog, layout.app, images=images, sources=sources)
                 _write_files(mirrored, tmp)
-                out = _build(k, tmp, name, kfdef.app_dir)
+                out = _build(k, tmp, name, kfdef.app_dir, unrestricted=unrestricted)
         except RenderError as e:
             # What vendoring left out (a symlink leading outside the repo) is often why kustomize failed.
             e.details = [*e.details, *(f for f in fallbacks if f.startswith(f"application {name}: "))]
@@ -195,9 +198,11 @@ def _render_all(
     return total, fallbacks
 
 
-def _build(k: kustomize.Kustomize, tmp: Path, app: str, app_dir: Path) -> str:
+def _build(k: kustomize.Kustomize, tmp: Path, app: str, app_dir: Path, *, unrestricted: bool) -> str:
     try:
-        return kustomize.build(k, tmp / "kustomize" / app, app=app, display=str(app_dir / "kustomize" / app))
+        return kustomize.build(
+            k, tmp / "kustomize" / app, app=app, display=str(app_dir / "kustomize" / app), unrestricted=unrestricted
+        )
     except RenderError as e:
         # kustomize names files under the temp dir, which is gone by the time the user reads this.
         e.details = [d.replace(str(tmp), str(app_dir)) for d in e.details]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from kfctl.check.bundle import bundle_served
 from kfctl.check.model import Outcome, PreContext
+from kfctl.engine.served import bundle_served
 from kfctl.k8s.api import NoKindMatch
 from kfctl.objects import group_of
 
@@ -57,7 +57,7 @@ def _plurals(ctx: PreContext) -> dict[tuple[str, str], tuple[str, bool]]:
     """(apiVersion, kind) → (plural, namespaced), from discovery or, for kinds of the bundle's own CRDs
     (not served before they are installed), from those CRDs."""
     own: dict[tuple[str, str], tuple[str, bool]] = {}
-    served = bundle_served(ctx)
+    served = bundle_served(ctx.objects)
     for _, obj in ctx.objects:
         spec = obj.get("spec") or {}
         if obj.get("kind") == "CustomResourceDefinition":

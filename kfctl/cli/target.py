@@ -10,6 +10,7 @@ import click
 
 from kfctl.app.init import KFDEF_FILE
 from kfctl.catalog.load import load_catalog
+from kfctl.cli.options import get_options
 from kfctl.config.loader import load_kfdef
 from kfctl.config.model import KfDef
 from kfctl.errors import UsageError
@@ -35,4 +36,9 @@ def resolve_kfdef(app_dir: Path | None, kfdef_file: Path | None) -> KfDef:
     if app_dir is not None and kfdef_file is not None:
         raise UsageError("give either APPDIR or -f FILE, not both")
     path = kfdef_file if kfdef_file is not None else (app_dir or Path(".")) / KFDEF_FILE
-    return load_kfdef(path, load_catalog())
+    kfdef = load_kfdef(path, load_catalog())
+    opts = get_options()
+    if not opts.quiet:
+        for note in kfdef.notes:  # stderr: stdout may be JSON, or a diagram
+            click.echo(f"Note: {note}", err=True)
+    return kfdef

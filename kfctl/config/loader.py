@@ -130,6 +130,13 @@ def parse_kfdef(text: str, *, path: Path, catalog: Catalog) -> KfDef:
     return kfdef
 
 
+def _env_value(value: Any) -> str:
+    """A params.env value as kfctl v1 wrote it: YAML's true/false lower-case, nothing as empty."""
+    if value is None:
+        return ""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def _type_name(value: Any) -> str:
     return {
         dict: "a mapping",
@@ -148,6 +155,7 @@ class _Validator:
         self.catalog = catalog
         self.path = path
         self.plugin_paths: list[FieldPath] = []  # where each accepted plugin sits, for messages
+        self.notes: list[str] = []
 
     # -- shape helpers -------------------------------------------------------------------------------
 
@@ -206,9 +214,15 @@ class _Validator:
             self.p.add((), "metadata is required (metadata.name names this platform)")
         else:
             self.keys(meta, METADATA_KEYS, ("metadata",))
-        name = self.string(meta, "name", ("metadata",), required=isinstance(doc.get("metadata"), dict)) or ""
+        name = self.string(meta, "name", ("metadata",), required=not self.unnamed(meta)) or ""
         if name and not DNS_LABEL.match(name):
             self.p.add(("metadata", "name"), f"{name!r} must be {DNS_LABEL_RULE}")
+        if not name and self.unnamed(meta):
+            name = self.path.resolve().parent.name
+            self.notes.append(
+                f"{self.p.file}: metadata.name is not set; the install is named {name!r} after its directory, "
+                "as kfctl v1 named it (set metadata.name to keep the name if the directory moves)"
+            )
         namespace = self.string(meta, "namespace", ("metadata",)) or "kubeflow"
         if not DNS_LABEL.match(namespace):
             self.p.add(("metadata", "namespace"), f"{namespace!r} must be {DNS_LABEL_RULE}")
@@ -235,7 +249,13 @@ class _Validator:
             repos=tuple(repos.values()),
             plugins=tuple(plugins),
             platform_parameters=platform_params,
+            notes=tuple(self.notes),
         )
+
+    def unnamed(self, meta: Mapping[str, Any]) -> bool:
+        """kfctl v1 named an install after its app directory, and none of the official v1.x KfDefs has a name:
+        without one (the metadata mapping present), the directory's name serves when it is a DNS label."""
+        return "name" not in meta and bool(DNS_LABEL.match(self.path.resolve().parent.name))
 
     def api_version(self, doc: Mapping[str, Any]) -> str:
         value = doc.get("apiVersion")
@@ -352,7 +372,8 @@ class _Validator:
         self.keys(kc, KCONFIG_KEYS, kpath)
         repo, repo_path = self.repo_ref(kc, kpath, name, repos)
         component = self.component(repo, repo_path, (*kpath, "repoRef", "path") if "repoRef" in kc else (*path, "name"))
-        overlays = self.overlays(kc, kpath)
+        foreign = repo is not None and not repo.builtin
+        overlays, package_overlays = self.overlays(kc, kpath, foreign=foreign)
         if external:
             for unused in ("overlays", "parameters"):
                 if kc.get(unused):
@@ -372,7 +393,12 @@ class _Validator:
         # An unknown component was reported already; its parameters cannot be checked.
         unresolved = repo is None or (repo.builtin and component is None)
         # An external application's parameters were refused above: nothing of it is rendered.
-        params = {} if unresolved or external else self.parameters(kc, kpath, component, overlays, enabled=enabled)
+        package: dict[str, str] | None = {} if foreign else None  # where kfctl v1.0's params.env entries go
+        params = (
+            {}
+            if unresolved or external
+            else self.parameters(kc, kpath, component, overlays, enabled=enabled, package=package)
+        )
         if repo is None:
             return None
         return Application(
@@ -386,6 +412,8 @@ class _Validator:
             enabled=enabled,
             external=external,
             adopt=adopt,
+            package_overlays=tuple(package_overlays),
+            package_parameters=tuple((package or {}).items()),
         )
 
     def flag(self, item: Mapping[str, Any], key: str, path: FieldPath, *, default: bool) -> bool:
@@ -452,12 +480,19 @@ class _Validator:
         )
         return None
 
-    def overlays(self, kc: Mapping[str, Any], kpath: FieldPath) -> list[str]:
+    def overlays(self, kc: Mapping[str, Any], kpath: FieldPath, *, foreign: bool) -> tuple[list[str], list[str]]:
+        """The catalog's cross-cutting overlays named, and, for an application from a repo, the other names:
+        kfctl v1.0 overlays, directories overlays/<name> of the application's package (checked at render)."""
         out: list[str] = []
+        package: list[str] = []
         for i, overlay in enumerate(self.seq(kc, "overlays", kpath)):
             opath = (*kpath, "overlays", i)
             if not isinstance(overlay, str):
                 self.p.add(opath, f"must be an overlay name, got {_type_name(overlay)}")
+            elif overlay in out or overlay in package:
+                self.p.add(opath, f'overlay "{overlay}" is listed twice')
+            elif foreign and overlay not in self.catalog.overlays:
+                package.append(overlay)
             elif overlay not in self.catalog.overlays:
                 self.p.add(
                     opath,
@@ -466,15 +501,23 @@ class _Validator:
                     bad=overlay,
                     known=True,
                 )
-            elif overlay in out:
-                self.p.add(opath, f'overlay "{overlay}" is listed twice')
             else:
                 out.append(overlay)
-        return out
+        return out, package
 
     def parameters(
-        self, kc: Mapping[str, Any], kpath: FieldPath, component: str | None, overlays: list[str], *, enabled: bool
+        self,
+        kc: Mapping[str, Any],
+        kpath: FieldPath,
+        component: str | None,
+        overlays: list[str],
+        *,
+        enabled: bool,
+        package: dict[str, str] | None = None,
     ) -> dict[str, Any]:
+        """The parameters the component and the catalog overlays declare, coerced to their types. With
+        ``package`` (an application from a repo), a name none of them declares is kfctl v1.0's meaning, an
+        entry of the package's params.env, and goes there as a string (checked at render)."""
         declared: dict[str, ParameterSpec] = {}
         if component:
             declared.update(self.catalog.components[component].parameters)
@@ -486,11 +529,19 @@ class _Validator:
             pname = self.string(item, "name", path, required=True)
             if pname is None:
                 continue
-            if pname in values:
+            if pname in values or (package is not None and pname in package):
                 self.p.add((*path, "name"), f'parameter "{pname}" is set twice')
                 continue
             spec = declared.get(pname)
             owner = f'component "{component}"' if component else "this application"
+            if spec is None and package is not None and not did_you_mean(pname, declared):
+                # Not a misspelt name of a catalog overlay's parameter: a params.env entry, as kfctl v1.0 meant.
+                value = item.get("value")
+                if isinstance(value, (dict, list)):
+                    self.p.add((*path, "value"), f'parameter "{pname}" must be a string, got {_type_name(value)}')
+                else:
+                    package[pname] = _env_value(value)
+                continue
             if spec is None:
                 self.p.add(
                     (*path, "name"),

@@ -43,6 +43,11 @@ class Application:
     enabled: bool = True
     external: bool = False  # the cluster provides it: checked, never rendered or applied
     adopt: bool = False  # take over its objects that exist under another owner
+    # kfctl v1.0's meaning, for an application from a repo (not the catalog): an overlay that is not one of
+    # the catalog's cross-cutting overlays names the package's own overlays/<name> directory, and parameters
+    # are entries of the package's params.env.
+    package_overlays: tuple[str, ...] = ()
+    package_parameters: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,8 @@ class KfDef:
     plugins: tuple[Plugin, ...]
     # Values of the platform's parameters, taken from its plugin's spec.
     platform_parameters: dict[str, Any] = field(default_factory=dict)
+    # What loading assumed for a person to know (a KfDef of kfctl v1 without a name is named after its directory).
+    notes: tuple[str, ...] = ()
 
     @property
     def app_dir(self) -> Path:

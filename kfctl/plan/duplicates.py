@@ -4,7 +4,11 @@ Upstream trees overlap (two applications may both carry the ``kubeflow`` Namespa
 Applying two copies would make the second application's content silently win, and delete or prune would
 remove an object another application still needs. So copies that are equal after normalisation (empty
 fields and ``status`` dropped, as the API server would) become one object, kept in the first application
-that renders it; copies that differ are a RenderError naming both sources and the differing fields.
+that renders it; copies that differ are a RenderError naming both sources and the differing fields. Copies
+that differ only in labels or annotations that do not contradict each other (one copy has a key the other
+lacks) are one object with the union of both: kfctl v1 applied them one after the other, which left the
+union, and kubeflow/manifests v1.2 relies on it (its `istio-system` and `cert-manager` Namespaces are rendered
+by two applications with different labels).
 
 This module only compares rendered objects; it reads no files and never talks to the cluster.
 """
@@ -28,6 +32,7 @@ class Copy:
     key: ObjectKey
     kept_in: str
     dropped_from: str
+    merged: tuple[str, ...] = ()  # labels/annotations the dropped copy added to the kept one
 
 
 def merge_copies(
@@ -56,6 +61,10 @@ def merge_copies(
             if not fields:
                 copies.append(Copy(key, seen[0], app))
                 continue
+            added = merge_metadata(seen[1], obj, fields)
+            if added is not None:
+                copies.append(Copy(key, seen[0], app, added))
+                continue
             where = (
                 f"application {seen[0]} ({sources.get(seen[0], '?')}) and application {app} ({sources.get(app, '?')})"
             )
@@ -64,6 +73,30 @@ def merge_copies(
     if conflicts:
         raise _conflict_error(conflicts)
     return tuple(out), tuple(copies)
+
+
+METADATA_MAPS = ("labels", "annotations")
+
+
+def merge_metadata(kept: Obj, other: Obj, fields: Sequence[str]) -> tuple[str, ...] | None:
+    """When the copies differ only in labels/annotations one of them lacks, add ``other``'s to ``kept`` (in
+    place) and return the fields added; None when anything else differs or a key has two values."""
+    added: dict[tuple[str, str], Any] = {}
+    for f in fields:
+        section, _, key = f.removeprefix("metadata.").partition(".")
+        if not f.startswith("metadata.") or section not in METADATA_MAPS:
+            return None
+        ours = (kept.get("metadata") or {}).get(section) or {}
+        theirs = (other.get("metadata") or {}).get(section) or {}
+        # "metadata.labels": one copy has none at all; "metadata.labels.app": one copy lacks that key.
+        for k in [key] if key else sorted(set(ours) | set(theirs)):
+            if k in ours and k in theirs and ours[k] != theirs[k]:  # both set it, differently: a real conflict
+                return None
+            if k not in ours and k in theirs:
+                added[(section, k)] = theirs[k]
+    for (section, k), value in added.items():
+        kept.setdefault("metadata", {}).setdefault(section, {})[k] = value
+    return tuple(f"metadata.{section}.{k}" for section, k in added)
 
 
 def normalise(value: Any, *, top: bool = True) -> Any:

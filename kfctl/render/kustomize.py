@@ -79,9 +79,18 @@ def _version_in(text: str) -> str:
     return v if v.startswith("v") else f"v{v}"
 
 
-def build(k: Kustomize, directory: Path, *, app: str, display: str, timeout: float = 120.0) -> str:
-    """``kustomize build directory``; the YAML stream on success. ``display`` names it in errors."""
-    argv = [*k.argv, str(directory)]
+# kustomize's default restrictor refuses a file outside the kustomization's own directory; kfctl v1 built with
+# none, and v1-era trees (kubeflow/manifests v1.2 `application/v3` reads `../application/base/…`) rely on it.
+UNRESTRICTED = ("--load-restrictor", "LoadRestrictionsNone")
+
+
+def build(
+    k: Kustomize, directory: Path, *, app: str, display: str, timeout: float = 120.0, unrestricted: bool = False
+) -> str:
+    """``kustomize build directory``; the YAML stream on success. ``display`` names it in errors. With
+    ``unrestricted`` files outside a kustomization's own directory may be read: only for a repo's vendored
+    copy, whose every reference kfctl.repos.closure has checked stays inside the repo."""
+    argv = [*k.argv, *(UNRESTRICTED if unrestricted else ()), str(directory)]
     try:
         out = _run(argv, timeout=timeout)
     except subprocess.TimeoutExpired as e:

@@ -206,7 +206,7 @@ class _Walk:
         self.files.add(self.relative(real))
         try:
             # Held to yamlio's limits, so a hostile repo's file costs bounded memory (a YAML bomb, a huge file).
-            doc: Any = yamlio.safe_load(yamlio.read_text(real))
+            doc: Any = yamlio.load_kustomization(yamlio.read_text(real))
         except OSError as e:
             self.problems.append(f"{shown}: cannot be read ({e.strerror or e})")
             self.unreadable = True
