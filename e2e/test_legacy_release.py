@@ -63,3 +63,22 @@ def test_removed_apis_are_named_at_once_and_nothing_is_written(app_dir: Path, ku
         kubeconfig, "get", "configmaps", "-A", "--field-selector", "metadata.name=kfctl-inventory-kf-v1-2"
     )
     assert inventory == "", "nothing was written, not even the inventory"
+
+
+def test_the_migrated_kfdef_applies_healthy_and_deletes_clean(app_dir: Path, kubeconfig: str) -> None:
+    """`kfctl migrate` of the same KfDef moves it onto the catalog; that installs healthy and leaves nothing."""
+    migrated = app_dir.parent / "kf-v1-2-migrated"
+    migrated.mkdir()
+    run = kfctl("migrate", str(app_dir / "kfdef.yaml"), "--to", str(migrated / "kfdef.yaml"), kubeconfig=kubeconfig)
+    assert run.code == 0, run.explain()
+    run = kfctl("apply", str(migrated), "--wait-timeout", "5m", kubeconfig=kubeconfig)
+    try:
+        assert run.code == 0, run.explain()
+        states = {a["name"]: a["state"] for a in run.summary["applications"]}
+        assert states == dict.fromkeys(
+            ["cert-manager", "common", "training-operator", "katib", "kserve", "notebook-controller", "pipelines"],
+            "ready",
+        )
+    finally:
+        gone = kfctl("delete", str(migrated), "--delete-storage", "--wait-timeout", "3m", kubeconfig=kubeconfig)
+        assert gone.code == 0, gone.explain()

@@ -109,3 +109,7 @@ EXIT_CHANGES = 15
 # `kfctl check`: every check passed but some warned / a check failed (the report names each, with a hint).
 EXIT_CHECK_WARNINGS = 13
 EXIT_CHECK_FAILED = 14
+
+# `kfctl migrate --check`: an application, a part of a stack or a setting of the v1 KfDef has no place in the
+# catalog (each is listed with the reason). Not an error: the migration itself worked.
+EXIT_MIGRATE_DROPPED = 16

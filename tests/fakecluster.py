@@ -341,3 +341,15 @@ def write_app(app_dir: Path, *apps: str, rendered: dict[str, str] | None = None)
         for app, text in rendered.items():
             (app_dir / "rendered" / f"{app}.yaml").write_text(text)
     return path
+
+
+def v1_app(
+    name: str, path: str, overlays: list[str] | None = None, params: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """An application of a kfctl v1 KfDef: repo `manifests`, a package path, v1 overlays and parameters."""
+    kc: dict[str, Any] = {"repoRef": {"name": "manifests", "path": path}}
+    if overlays is not None:
+        kc["overlays"] = overlays
+    if params:
+        kc["parameters"] = [{"name": k, "value": v} for k, v in params.items()]
+    return {"name": name, "kustomizeConfig": kc}

@@ -47,6 +47,7 @@ FORBIDDEN_UPWARD = {
     "render": {"kfctl.cli", "kfctl.app", "kfctl.engine", "kfctl.k8s"},
     "plan": {"kfctl.cli", "kfctl.app", "kfctl.engine", "kfctl.k8s"},
     "engine": {"kfctl.cli", "kfctl.app"},
+    "migrate": {"kfctl.cli", "kfctl.app", "kfctl.engine", "kfctl.plan", "kfctl.render", "kfctl.k8s", "kfctl.health"},
     "app": {"kfctl.cli"},
 }
 

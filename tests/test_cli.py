@@ -26,7 +26,7 @@ def test_version_text_and_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert (code, json.loads(out)) == (0, {"version": __version__})
 
 
-@pytest.mark.parametrize("command", ["init", "generate", "build", "catalog", "version"])
+@pytest.mark.parametrize("command", ["init", "generate", "build", "catalog", "migrate", "version"])
 def test_every_command_has_help_with_an_example(capsys: pytest.CaptureFixture[str], command: str) -> None:
     code, out, _ = run(capsys, command, "--help")
     assert code == 0
@@ -206,8 +206,9 @@ def test_readme_exit_code_table_and_help_match_the_error_classes() -> None:
     documented = {int(code) for code in re.findall(r"^\| (\d+) \|", table, flags=re.M)}
     classes = [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, errors.KfctlError)]
     raised = {c.exit_code for c in classes}
-    # 2: click's usage errors; 10, 13, 14: outcomes that are not errors (nothing to do, check's verdicts)
-    assert documented == raised | {0, 2, errors.EXIT_CHANGES, errors.EXIT_CHECK_WARNINGS, errors.EXIT_CHECK_FAILED}
+    # 2: click's usage errors; 13 to 16: outcomes that are not errors (check's verdicts, changes, migrate --check)
+    outcomes = {errors.EXIT_CHANGES, errors.EXIT_CHECK_WARNINGS, errors.EXIT_CHECK_FAILED, errors.EXIT_MIGRATE_DROPPED}
+    assert documented == raised | {0, 2} | outcomes
     assert {int(c) for c in re.findall(r"(\d+) [A-Za-z]", HELP.split("Exit codes:", 1)[1])} == documented
 
 

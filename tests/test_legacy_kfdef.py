@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
-from fakecluster import FakeCluster, write_app
+from fakecluster import FakeCluster, v1_app, write_app
 
 from kfctl.app.generate import generate
 from kfctl.catalog.model import Catalog
@@ -41,12 +41,7 @@ def kfdef(*apps: dict[str, Any], metadata: dict[str, Any] | None = None, repo: s
 
 
 def app(name: str, path: str, overlays: list[str] | None = None, **params: Any) -> dict[str, Any]:
-    kc: dict[str, Any] = {"repoRef": {"name": "manifests", "path": path}}
-    if overlays is not None:
-        kc["overlays"] = overlays
-    if params:
-        kc["parameters"] = [{"name": k, "value": v} for k, v in params.items()]
-    return {"name": name, "kustomizeConfig": kc}
+    return v1_app(name, path, overlays, params)
 
 
 # (id, directory name, KfDef text, expected: (name, [(app, overlays, package overlays, package parameters)],

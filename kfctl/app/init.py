@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from kfctl.catalog.model import REMOVED_COMPONENTS, Catalog, first_sentence
+from kfctl.catalog.model import REMOVED_COMPONENTS, Catalog, first_sentence, with_dependencies
 from kfctl.config.loader import did_you_mean
 from kfctl.config.model import BUILTIN_REPO, DNS_LABEL, DNS_LABEL_RULE
 from kfctl.errors import ConfigError, UsageError
@@ -57,36 +57,9 @@ def resolve_components(catalog: Catalog, *, platform: str, requested: list[str] 
             "--components: " + problems[0] if len(problems) == 1 else "--components has problems",
             details=problems if len(problems) > 1 else [],
         )
-    chosen: set[str] = set()
-
-    def add(name: str) -> None:
-        if name in chosen:
-            return
-        chosen.add(name)
-        for dep in catalog.components[name].depends_on:
-            add(dep)
-
-    for name in wanted:
-        add(name)
-    ordered = _dependency_order(catalog, chosen)
+    ordered = with_dependencies(catalog, wanted)
     added = [c for c in ordered if c not in wanted]
     return ordered, added
-
-
-def _dependency_order(catalog: Catalog, names: set[str]) -> list[str]:
-    out: list[str] = []
-
-    def visit(name: str) -> None:
-        if name in out:
-            return
-        for dep in catalog.components[name].depends_on:
-            if dep in names:
-                visit(dep)
-        out.append(name)
-
-    for name in sorted(names):
-        visit(name)
-    return out
 
 
 def render_kfdef(catalog: Catalog, *, name: str, namespace: str, platform: str, components: list[str]) -> str:
@@ -171,7 +144,7 @@ def init_app(
             hint="pass --force to overwrite it, or choose another APPDIR",
         )
     chosen, added = resolve_components(catalog, platform=platform, requested=components)
-    name = _app_name(app_dir)
+    name = name_from_directory(app_dir)
     text = render_kfdef(catalog, name=name, namespace=namespace, platform=platform, components=chosen)
     try:
         write_atomic(target, text)
@@ -184,8 +157,10 @@ def init_app(
     return InitResult(target, platform, tuple(chosen), tuple(added), required)
 
 
-def _app_name(app_dir: Path) -> str:
-    """A DNS label from the directory name ("My Demo" → "my-demo"), "kubeflow" when nothing is left."""
+def name_from_directory(app_dir: Path) -> str:
+    """A DNS label from the directory name ("My Demo" → "my-demo"), "kubeflow" when nothing is left.
+
+    kfctl v1 named an install after its app directory; `init` and `migrate` do the same."""
     raw = app_dir.resolve().name.lower()
     # ASCII only: str.isalnum() accepts "é", which no DNS label may hold.
     cleaned = "".join(c if c.isascii() and c.isalnum() else "-" for c in raw).strip("-")

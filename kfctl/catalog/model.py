@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -77,6 +78,35 @@ REMOVED_COMPONENTS: dict[str, str] = {
     "tf-job-operator": "tf-job-operator was merged into training-operator; use component training-operator",
     "pytorch-job-operator": "pytorch-operator was merged into training-operator; use component training-operator",
 }
+
+
+def with_dependencies(catalog: Catalog, names: Iterable[str]) -> list[str]:
+    """The components named and, transitively, every one they depend on, each after its dependencies.
+
+    Ties go by name, so two KfDefs that ask for the same set list it in the same order (`kfctl init` and
+    `kfctl migrate` write the same file for the same components). Every name must be in the catalog.
+    """
+    chosen: set[str] = set()
+
+    def add(name: str) -> None:
+        if name not in chosen:
+            chosen.add(name)
+            for dep in catalog.components[name].depends_on:
+                add(dep)
+
+    for name in names:
+        add(name)
+    out: list[str] = []
+
+    def visit(name: str) -> None:
+        if name not in out:
+            for dep in catalog.components[name].depends_on:
+                visit(dep)
+            out.append(name)
+
+    for name in sorted(chosen):
+        visit(name)
+    return out
 
 
 def first_sentence(description: str, *, width: int = 72) -> str:

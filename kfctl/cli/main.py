@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "diff": ("kfctl.cli.diff_cmd", "diff"),
     "delete": ("kfctl.cli.delete_cmd", "delete"),
     "check": ("kfctl.cli.check_cmd", "check"),
+    "migrate": ("kfctl.cli.migrate_cmd", "migrate_cmd"),
 }
 
 
@@ -56,7 +57,7 @@ Typical flow:
 Exit codes: 0 ok, 1 error, 2 usage, 3 config, 4 render, 5 plan, 6 cluster, 7 API denied,
 8 health/timeout, 9 stale output, 11 owned by someone else, 12 locked by another run,
 13 check: warnings only, 14 check: a check failed, 15 changes (apply/diff --detailed-exitcode),
-130 interrupted.
+16 migrate --check: something would be dropped, 130 interrupted.
 """
 
 

@@ -1,0 +1,71 @@
+"""`kfctl migrate`: read a kfctl v1 KfDef, write its catalog successor beside it (or where told).
+
+The mapping itself is kfctl.migrate; this module owns the files. The input is never written. An existing
+output is refused unless forced, before anything is computed, and written through a temp file so a
+failure never leaves half a KfDef. With ``check`` nothing is written at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from kfctl import yamlio
+from kfctl.app.init import name_from_directory
+from kfctl.catalog.model import Catalog
+from kfctl.errors import ConfigError, UsageError
+from kfctl.fsutil import write_atomic
+from kfctl.migrate.migrate import Migration, migrate, render
+
+MIGRATED_SUFFIX = ".migrated.yaml"
+
+
+@dataclass(frozen=True)
+class MigrateResult:
+    source: Path
+    output: Path
+    migration: Migration
+    written: bool  # False with check: the file that would be written is `output`
+
+
+def default_output(source: Path) -> Path:
+    """kfctl_k8s_istio.v1.2.0.yaml → kfctl_k8s_istio.v1.2.0.migrated.yaml, beside it."""
+    return source.with_name(source.stem + MIGRATED_SUFFIX)
+
+
+def migrate_file(source: Path, catalog: Catalog, *, output: Path | None, force: bool, check: bool) -> MigrateResult:
+    target = output or default_output(source)
+    if target.resolve() == source.resolve():
+        raise UsageError(
+            f"{target}: is the input; kfctl migrate never rewrites it",
+            hint="name another file with --to, or leave --to out for " + default_output(source).name,
+        )
+    if not check:
+        if target.is_dir():
+            raise UsageError(f"{target}: is a directory; --to names the file to write")
+        if target.exists() and not force:
+            raise UsageError(
+                f"{target}: already exists; left unchanged",
+                hint="pass --force to overwrite it, or choose another file with --to",
+            )
+    try:
+        doc = yamlio.safe_load(yamlio.read_text(source))
+    except FileNotFoundError as e:
+        raise ConfigError(f"{source}: no such file") from e
+    except OSError as e:
+        raise ConfigError(f"{source}: cannot read: {e.strerror or e}") from e
+    except yaml.YAMLError as e:
+        raise ConfigError(yamlio.describe(e, str(source))) from e
+    try:
+        migration = migrate(doc, catalog, default_name=name_from_directory(source.parent))
+    except ConfigError as e:
+        raise ConfigError(f"{source}: {e.message}", hint=e.hint) from e
+    if check:
+        return MigrateResult(source, target, migration, written=False)
+    try:
+        write_atomic(target, render(migration, source=str(source)))
+    except OSError as e:
+        raise UsageError(f"{target}: cannot write: {e.strerror or e}") from e
+    return MigrateResult(source, target, migration, written=True)
