@@ -286,3 +286,41 @@ def test_apis_the_cluster_no_longer_serves_are_named_at_once_before_any_write(
         "KfDef: `kfctl migrate FILE` moves it onto the catalog",
     ]
     assert cluster.writes == []
+
+
+def test_v1_plugins_load_their_fields_used_or_noted_never_refused(tmp_path: Path, real_catalog: Catalog) -> None:
+    path = tmp_path / "gke-kf" / "kfdef.yaml"
+    path.parent.mkdir()
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kfdef.apps.kubeflow.org/v1",
+                "kind": "KfDef",
+                "metadata": {"name": "gke-kf", "namespace": "kubeflow"},
+                "spec": {
+                    "applications": [{"name": "common"}],
+                    "plugins": [
+                        {
+                            "kind": "KfGcpPlugin",
+                            "metadata": {"name": "gcp"},
+                            "spec": {"project": "my-project", "zone": "us-east1-d", "email": "me@example.com"},
+                        },
+                        {"kind": "KfMinikubePlugin", "metadata": {"name": "minikube"}, "spec": {}},
+                    ],
+                },
+            }
+        )
+    )
+    loaded = load_kfdef(path, real_catalog)
+    assert loaded.platform == "gcp"
+    assert {k: loaded.platform_parameters[k] for k in ("cluster", "project", "zone")} == {
+        "cluster": "gke-kf",
+        "project": "my-project",
+        "zone": "us-east1-d",
+    }
+    assert list(loaded.notes) == [
+        f"{path}: plugin KfGcpPlugin has no cluster; using 'gke-kf', the install's name, as kfctl v1 named the "
+        "cluster it created",
+        f"{path}: plugin KfGcpPlugin: not used by kfctl: email",
+        f"{path}: plugin KfMinikubePlugin is not used by platform gcp",
+    ]

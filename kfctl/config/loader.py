@@ -47,6 +47,8 @@ REPOREF_KEYS = ("name", "path")
 PARAM_KEYS = ("name", "value")
 REPO_KEYS = ("name", "uri", "sha256", "ref")  # sha256, ref: ours
 PLUGIN_KEYS = ("kind", "metadata", "spec", "name")
+# Platform parameters kfctl v1 never wrote because it named the thing after the install (plugin kind, parameter).
+V1_NAMED_AFTER_INSTALL = frozenset({("KfGcpPlugin", "cluster")})
 
 V1ALPHA1_HINT = (
     "kfdef.apps.kubeflow.org/v1alpha1 used spec.components/componentParams/packages; rewrite each component "
@@ -156,6 +158,8 @@ class _Validator:
         self.path = path
         self.plugin_paths: list[FieldPath] = []  # where each accepted plugin sits, for messages
         self.notes: list[str] = []
+        self.platform_name = "generic"
+        self.install_name = ""
 
     # -- shape helpers -------------------------------------------------------------------------------
 
@@ -236,6 +240,8 @@ class _Validator:
         repos = self.repos(spec)
         plugins = self.plugins(spec)
         platform = self.platform(spec, plugins)
+        self.platform_name = platform
+        self.install_name = name
         apps = self.applications(spec, repos, platform)
         platform_params = self.platform_parameters(platform, plugins)
         return KfDef(
@@ -600,13 +606,32 @@ class _Validator:
                     values[pname] = value
                 else:
                     self.p.add((*where, pname), f"must be {pspec.type}, got {given[pname]!r}")
+            elif index is not None and (plugins[index].kind, pname) in V1_NAMED_AFTER_INSTALL and self.install_name:
+                # kfctl v1 made the GKE cluster itself, named after the install: its KfDefs never name it.
+                values[pname] = self.install_name
+                self.notes.append(
+                    f"{self.p.file}: plugin {plugins[index].kind} has no {pname}; using {self.install_name!r}, the "
+                    "install's name, as kfctl v1 named the cluster it created"
+                )
             elif pspec.required:
                 self.p.add(
                     where,
                     f'platform "{platform}" requires parameter "{pname}" in the spec of a '
                     f"{spec.plugin} plugin ({pspec.description})",
                 )
+        self.unused_plugin_fields(plugins, index, spec.parameters)
         return values
+
+    def unused_plugin_fields(self, plugins: list[Plugin], used: int | None, parameters: Mapping[str, Any]) -> None:
+        """kfctl v1's plugins carry fields kfctl has no use for (a GCP plugin's email, ipName, hostname …; a
+        KfMinikubePlugin altogether): said in a note, never an error, so a v1 KfDef loads as it is."""
+        for i, plugin in enumerate(plugins):
+            if i != used:
+                self.notes.append(f"{self.p.file}: plugin {plugin.kind} is not used by platform {self.platform_name}")
+                continue
+            unused = sorted(set(plugin.spec) - set(parameters))
+            if unused:
+                self.notes.append(f"{self.p.file}: plugin {plugin.kind}: not used by kfctl: {', '.join(unused)}")
 
 
 def coerce(value: Any, spec: ParameterSpec, *, text: str | None = None) -> tuple[bool, Any]:
