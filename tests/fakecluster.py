@@ -20,6 +20,7 @@ from kfctl.objects import Obj, ObjectKey, group_of, key_of
 
 BUILTIN: dict[tuple[str, str], tuple[str, bool]] = {
     ("", "Namespace"): ("namespaces", False),
+    ("apiregistration.k8s.io", "APIService"): ("apiservices", False),
     ("", "Node"): ("nodes", False),
     ("", "ConfigMap"): ("configmaps", True),
     ("", "Secret"): ("secrets", True),

@@ -22,6 +22,7 @@ from kfctl.catalog.model import Catalog
 from kfctl.cli import apply_cmd, diff_cmd
 from kfctl.cli.main import main
 from kfctl.config.loader import load_kfdef
+from kfctl.engine.served import unserved
 from kfctl.errors import ConfigError, RenderError
 from kfctl.render.kustomize import UNRESTRICTED, find_kustomize
 
@@ -323,4 +324,34 @@ def test_v1_plugins_load_their_fields_used_or_noted_never_refused(tmp_path: Path
         "cluster it created",
         f"{path}: plugin KfGcpPlugin: not used by kfctl: email",
         f"{path}: plugin KfMinikubePlugin is not used by platform gcp",
+    ]
+
+
+def test_kinds_the_bundle_itself_will_serve_are_not_named() -> None:
+    """A v1beta1 CRD's kind (spec.version) and the kinds of an APIService the bundle registers are served once
+    those are in place; only what nothing will ever serve is named."""
+    cluster = FakeCluster()
+    cluster.unserved = {
+        "apiextensions.k8s.io/v1beta1",
+        "rbac.authorization.k8s.io/v1beta1",
+        "metrics.example.org/v1beta1",
+        "old.example.org/v1",
+    }
+    objects = [("a", o) for o in yaml.safe_load_all(V1BETA1)] + [
+        (
+            "m",
+            {
+                "apiVersion": "apiregistration.k8s.io/v1",
+                "kind": "APIService",
+                "metadata": {"name": "v1beta1.metrics.example.org"},
+                "spec": {"group": "metrics.example.org", "version": "v1beta1"},
+            },
+        ),
+        ("m", {"apiVersion": "metrics.example.org/v1beta1", "kind": "NodeMetrics", "metadata": {"name": "n"}}),
+        ("m", {"apiVersion": "old.example.org/v1", "kind": "Thing", "metadata": {"name": "t"}}),
+    ]
+    assert [(u.api_version, u.kind, u.count) for u in unserved(cluster, objects)] == [
+        ("apiextensions.k8s.io/v1beta1", "CustomResourceDefinition", 1),
+        ("old.example.org/v1", "Thing", 1),
+        ("rbac.authorization.k8s.io/v1beta1", "ClusterRole", 2),
     ]

@@ -15,6 +15,8 @@ from kfctl.objects import Obj, group_of
 from kfctl.removed_apis import replacement
 
 CRD = ("apiextensions.k8s.io", "CustomResourceDefinition")
+APISERVICE = ("apiregistration.k8s.io", "APIService")
+ANY_KIND = "*"
 SHOWN_APPS = 3
 HINT_UNSERVED = (
     "render these objects at a version the cluster serves (kubectl api-resources lists them), or install the CRD "
@@ -38,12 +40,17 @@ class Unserved:
 
 def bundle_served(objects: Iterable[tuple[str, Obj]]) -> set[tuple[str, str, str]]:
     """(group, version, kind) the bundle's own CRDs serve: both spec.versions (v1) and spec.version
-    (v1beta1, whose CRD may be unserved itself: then the CRD is what gets named, not each of its objects)."""
+    (v1beta1, whose CRD may be unserved itself: then the CRD is what gets named, not each of its objects);
+    kind "*" for the group/version of an APIService the bundle registers."""
     out: set[tuple[str, str, str]] = set()
     for _, obj in objects:
-        if (group_of(str(obj.get("apiVersion", ""))), obj.get("kind")) != CRD:
-            continue
+        gk = (group_of(str(obj.get("apiVersion", ""))), obj.get("kind"))
         spec = obj.get("spec") or {}
+        if gk == APISERVICE:  # an aggregated API the bundle registers: any kind of its group/version, once Available
+            out.add((str(spec.get("group", "")), str(spec.get("version", "")), ANY_KIND))
+            continue
+        if gk != CRD:
+            continue
         kind = str((spec.get("names") or {}).get("kind"))
         versions = [str(v.get("name", "")) for v in spec.get("versions") or [] if v.get("served", True)]
         versions += [str(spec["version"])] if spec.get("version") else []
@@ -61,7 +68,8 @@ def unserved(cluster: Cluster, objects: Iterable[tuple[str, Obj]]) -> list[Unser
         users.setdefault((str(obj.get("apiVersion", "")), str(obj.get("kind", ""))), []).append(app)
     out = []
     for (api_version, kind), apps in sorted(users.items()):
-        if (group_of(api_version), api_version.split("/", 1)[-1], kind) in own:
+        group, version = group_of(api_version), api_version.split("/", 1)[-1]
+        if (group, version, kind) in own or (group, version, ANY_KIND) in own:
             continue
         try:
             cluster.resource(api_version, kind)
