@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 from fakecluster import FakeCluster, v1_app, write_app
+from upstream import shared_fixture
 
 from kfctl.app.generate import generate
 from kfctl.catalog.model import Catalog
@@ -26,7 +27,6 @@ from kfctl.engine.served import unserved
 from kfctl.errors import ConfigError, RenderError
 from kfctl.render.kustomize import UNRESTRICTED, find_kustomize
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
 CM = "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: ml}}\ndata: {{a: '1'}}\n"
 
 
@@ -201,10 +201,8 @@ def test_what_kfctl_v1_merged_is_refused_by_name(
 
 
 @pytest.fixture
-def shared(request: pytest.FixtureRequest) -> Path:
-    if not SHARED.is_dir():
-        pytest.skip(f"{SHARED} is not there (see ../shared/fixtures/README.md)")
-    return SHARED
+def shared() -> Path:
+    return shared_fixture(".")
 
 
 @pytest.mark.parametrize(

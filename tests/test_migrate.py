@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 from fakecluster import v1_app
+from upstream import SHARED_FIXTURES, shared_fixture
 
 from kfctl.app.generate import generate
 from kfctl.app.migrate import migrate_file
@@ -25,8 +26,6 @@ from kfctl.config.loader import load_kfdef
 from kfctl.errors import EXIT_MIGRATE_DROPPED, ConfigError
 from kfctl.migrate import legacy
 from kfctl.migrate.migrate import UNKNOWN, migrate
-
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
 
 # The reasons, as kfctl prints them (legacy.py); named here so the tables below stay readable.
 ISTIO = (
@@ -171,9 +170,7 @@ OFFICIAL = [
 def shared_kfdef(tmp_path: Path, name: str, directory: str = "kf-prod") -> Path:
     """A copy of an official KfDef in tmp_path/<directory>/: migrate writes beside its input, and
     ../shared/fixtures is read-only test data."""
-    source = SHARED / name
-    if not source.is_file():
-        pytest.skip(f"{source} is not there (see ../shared/fixtures/README.md)")
+    source = shared_fixture(name)
     path = tmp_path / directory / name
     path.parent.mkdir(parents=True)
     shutil.copyfile(source, path)
@@ -207,7 +204,7 @@ def test_official_kfdef_migrates_to_a_kfdef_the_loader_takes(
     assert [a.component for a in loaded.applications] == components
     assert (loaded.name, loaded.namespace, loaded.platform, loaded.notes) == ("kf-prod", "kubeflow", "generic", ())
     assert all(a.repo.builtin for a in loaded.applications)
-    assert source.read_bytes() == (SHARED / fixture).read_bytes()  # the input is never written
+    assert source.read_bytes() == (SHARED_FIXTURES / fixture).read_bytes()  # the input is never written
 
 
 def test_the_v1_2_umbrella_stack_is_mapped_package_by_package(tmp_path: Path, real_catalog: Catalog) -> None:
@@ -217,7 +214,7 @@ def test_the_v1_2_umbrella_stack_is_mapped_package_by_package(tmp_path: Path, re
     assert (stack.name, stack.path) == ("kubeflow-apps", "stacks/kubernetes")
     assert [(p.path, shown(p.components, p.dropped)) for p in stack.parts] == V1_2_STACK
     # What the v1.2 fixture's kubeflow/manifests release really lists in that stack.
-    tarball = SHARED / "kubeflow-manifests-v1.2.0.tar.gz"
+    tarball = SHARED_FIXTURES / "kubeflow-manifests-v1.2.0.tar.gz"
     if tarball.is_file():
         import tarfile
 
