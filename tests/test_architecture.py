@@ -41,12 +41,15 @@ FORBIDDEN_UPWARD = {
     "k8s": {"kfctl.cli", "kfctl.app", "kfctl.engine", "kfctl.plan", "kfctl.render", "kfctl.health"},
     "health": {"kfctl.cli", "kfctl.app", "kfctl.engine", "kfctl.plan", "kfctl.render"},
     "yamlio": {"kfctl.cli", "kfctl.app", "kfctl.engine", "kfctl.plan", "kfctl.render", "kfctl.k8s", "kfctl.config"},
+    # One dependency order for the catalog, the planner and the applications: below all of them.
+    "ordering": {"kfctl.cli", "kfctl.app", "kfctl.engine", "kfctl.plan", "kfctl.render", "kfctl.k8s", "kfctl.config"},
     "config": {"kfctl.cli", "kfctl.app", "kfctl.engine", "kfctl.plan", "kfctl.render", "kfctl.k8s"},
     "catalog": {"kfctl.cli", "kfctl.app", "kfctl.engine", "kfctl.plan", "kfctl.render", "kfctl.k8s"},
     "repos": {"kfctl.cli", "kfctl.app", "kfctl.engine", "kfctl.plan", "kfctl.k8s"},
     "render": {"kfctl.cli", "kfctl.app", "kfctl.engine", "kfctl.k8s"},
     "plan": {"kfctl.cli", "kfctl.app", "kfctl.engine", "kfctl.k8s"},
     "engine": {"kfctl.cli", "kfctl.app"},
+    "secrets": {"kfctl.cli", "kfctl.app", "kfctl.render", "kfctl.plan"},
     "migrate": {"kfctl.cli", "kfctl.app", "kfctl.engine", "kfctl.plan", "kfctl.render", "kfctl.k8s", "kfctl.health"},
     "app": {"kfctl.cli"},
 }

@@ -36,7 +36,9 @@ from kfctl.config.model import Application, KfDef
 from kfctl.errors import RenderError, StaleOutputError
 from kfctl.objects import Obj, parse_stream
 from kfctl.plan.duplicates import merge_copies
-from kfctl.render import kustomize
+from kfctl.render import cache as render_cache
+from kfctl.render import kustomize, split
+from kfctl.render.cache import CACHE_DIR, RenderCache
 from kfctl.render.layout import MIRROR_OVERLAY, AppLayout, container_images, plan_application
 from kfctl.repos.cache import resolve_repos
 from kfctl.repos.closure import Closure, kustomization_closure, tree_files
@@ -86,7 +88,9 @@ def generate(
     except OSError as e:
         raise _cannot_write(app_dir, e) from e
     try:
-        count, fallbacks = _render_all(kfdef, catalog, apps, k, tmp, jobs=jobs, sources=repos.paths)
+        count, fallbacks = _render_all(
+            kfdef, catalog, apps, k, tmp, jobs=jobs, sources=repos.paths, use_cache=not check
+        )
         vendored_files, vendored_bytes = _measure(tmp / "vendor")
         changed = _differences(tmp, app_dir)
         if check and repos.lock_stale():
@@ -154,29 +158,37 @@ def _render_all(
     *,
     jobs: int | None,
     sources: Mapping[str, Path],
+    use_cache: bool,
 ) -> tuple[int, list[str]]:
     layouts = [plan_application(kfdef, catalog, app, sources=sources) for app in apps]
     fallbacks = _vendor(layouts, tmp)
     for layout in layouts:
         _write_files(layout, tmp)
 
-    def render(layout: AppLayout) -> str:
+    cache = RenderCache(kfdef.app_dir / CACHE_DIR if use_cache else None)
+
+    def render(layout: AppLayout) -> tuple[str, list[Obj]]:
         name = layout.app.name
         try:
             # Without the load restrictor only when vendoring followed every reference and found each inside
             # the repo; after a fallback (a reference it could not follow) kustomize's restrictor stays on.
             unrestricted = layout.unrestricted and not any(f.startswith(f"application {name}: ") for f in fallbacks)
-            out = _build(k, tmp, name, kfdef.app_dir, unrestricted=unrestricted)
+            build = _Build(k, tmp, kfdef.app_dir, layout, unrestricted=unrestricted, cache=cache)
+            cacheable = use_cache and not _reaches_network(layout.app, sources)
+            out, objects = build.run(
+                slot=f"{name}+images" if MIRROR_OVERLAY in layout.app.overlays else name, cacheable=cacheable
+            )
             if MIRROR_OVERLAY in layout.app.overlays:
-                images = container_images(parse_stream(out, source=f"application {name}"))
-                mirrored = plan_application(kfdef, catalog, layout.app, images=images, sources=sources)
+                mirrored = plan_application(
+                    kfdef, catalog, layout.app, images=container_images(objects), sources=sources
+                )
                 _write_files(mirrored, tmp)
-                out = _build(k, tmp, name, kfdef.app_dir, unrestricted=unrestricted)
+                out, objects = build.run(slot=name, cacheable=cacheable, files=mirrored.files)
         except RenderError as e:
             # What vendoring left out (a symlink leading outside the repo) is often why kustomize failed.
             e.details = [*e.details, *(f for f in fallbacks if f.startswith(f"application {name}: "))]
             raise
-        return out
+        return out, objects
 
     workers = max(1, min(jobs or os.cpu_count() or 2, 8, len(layouts) or 1))
     with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -186,9 +198,8 @@ def _render_all(
     rendered = tmp / "rendered"
     rendered.mkdir()
     parsed: list[tuple[str, tuple[Obj, ...]]] = []
-    for layout, text in zip(layouts, outputs, strict=True):
+    for layout, (text, objects) in zip(layouts, outputs, strict=True):
         name = layout.app.name
-        objects = parse_stream(text, source=f"application {name}")
         parsed.append((name, tuple(objects)))
         total += len(objects)
         (rendered / f"{name}.yaml").write_text(text, encoding="utf-8")
@@ -196,6 +207,64 @@ def _render_all(
     # before anything is written to APPDIR (load_bundle merges the same way when it reads the files back).
     merge_copies(parsed, sources={name: str(kfdef.app_dir / "rendered" / f"{name}.yaml") for name, _ in parsed})
     return total, fallbacks
+
+
+def _reaches_network(app: Application, sources: Mapping[str, Path]) -> bool:
+    """A remote base makes kustomize fetch: its build is never taken from the cache."""
+    if app.repo.builtin or app.repo.name not in sources:
+        return False
+    root = sources[app.repo.name]
+    return any(True for _ in remote_references(root / app.path.strip("/"), root=root))
+
+
+class _Build:
+    """One application's kustomize build: from the render cache when its inputs are unchanged, in chunks
+    when it is large and plain (kfctl.render.split), else whole; parsed into objects either way."""
+
+    def __init__(
+        self,
+        k: kustomize.Kustomize,
+        tmp: Path,
+        app_dir: Path,
+        layout: AppLayout,
+        *,
+        unrestricted: bool,
+        cache: RenderCache,
+    ) -> None:
+        self.k, self.tmp, self.app_dir, self.layout = k, tmp, app_dir, layout
+        self.unrestricted = unrestricted
+        self.cache = cache
+        self.name = layout.app.name
+        self.display = str(app_dir / "kustomize" / self.name)
+
+    def run(self, *, slot: str, cacheable: bool, files: Mapping[str, str] | None = None) -> tuple[str, list[Obj]]:
+        wrapper = self.tmp / "kustomize" / self.name
+        key = ""
+        if cacheable:
+            command = [*self.k.argv, *(kustomize.UNRESTRICTED if self.unrestricted else ())]
+            trees = [wrapper, *(self.tmp / copy.dest for copy in self.layout.vendor)]
+            key = render_cache.digest(command=command, version=self.k.version, trees=trees)
+            hit = self.cache.get(slot, key)
+            if hit is not None:
+                return hit
+        pieces = split.plain_pieces(wrapper, dict(files if files is not None else self.layout.files))
+        text = split.build_in_chunks(pieces, self._chunk, app=self.name) if pieces else None
+        if text is None:
+            text = _build(self.k, self.tmp, self.name, self.app_dir, unrestricted=self.unrestricted)
+        objects = parse_stream(text, source=f"application {self.name}")
+        if key:
+            self.cache.put(slot, key, text, objects)
+        return text, objects
+
+    def _chunk(self, text: str) -> str:
+        (self.tmp / ".chunks").mkdir(exist_ok=True)
+        chunk = Path(tempfile.mkdtemp(prefix=f"{self.name}-", dir=self.tmp / ".chunks"))
+        (chunk / "part.yaml").write_text(text, encoding="utf-8")
+        (chunk / "kustomization.yaml").write_text("resources: [part.yaml]\n", encoding="utf-8")
+        try:
+            return kustomize.build(self.k, chunk, app=self.name, display=self.display)
+        finally:
+            shutil.rmtree(chunk, ignore_errors=True)
 
 
 def _build(k: kustomize.Kustomize, tmp: Path, app: str, app_dir: Path, *, unrestricted: bool) -> str:

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from kfctl.errors import ConfigError
+from kfctl.ordering import DependencyCycle, check_acyclic
 
 ParamType = Literal["string", "integer", "boolean"]
 
@@ -24,6 +29,53 @@ class ParameterSpec:
     targets_by_component: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
+# The characters a generated Secret value is drawn from, by the name component.yaml gives. Letters and digits
+# only: the values reach shell probes (`mysql --password="${MYSQL_ROOT_PASSWORD}"`), S3 signatures and DSNs,
+# where a quote, `$` or `@` would need escaping that upstream manifests do not do.
+ALPHABETS: dict[str, str] = {
+    "alphanumeric": "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
+    "lowercase-alphanumeric": "abcdefghijklmnopqrstuvwxyz0123456789",
+    "hex": "0123456789abcdef",
+}
+SECRET_LENGTHS = (16, 128)  # at least 16 characters (≥ 64 bits even from hex), at most 128
+
+
+@dataclass(frozen=True)
+class SecretKey:
+    """One key of a generated Secret: random (``length`` characters of ``alphabet``) or a fixed, non-secret
+    ``value`` (a user name)."""
+
+    name: str
+    length: int = 0
+    alphabet: str = "alphanumeric"
+    value: str | None = None
+
+    @property
+    def generated(self) -> bool:
+        return self.value is None
+
+
+@dataclass(frozen=True)
+class GeneratedSecret:
+    """A Secret a component needs and kfctl creates in the cluster at the first apply, never in files.
+
+    ``protects``: the PersistentVolumeClaim whose data the values open (a database's volume); delete and prune
+    keep the Secret as long as they keep that claim. ``parameter``: the component parameter with which a KfDef
+    names an existing Secret instead (bring your own); its targets rewrite the workloads' references, unless
+    ``fixed_name`` says why upstream code reads the Secret by this very name (then one brought must carry it)."""
+
+    name: str
+    description: str
+    keys: tuple[SecretKey, ...]
+    protects: str = ""
+    parameter: str = ""
+    fixed_name: str = ""
+
+    @property
+    def key_names(self) -> tuple[str, ...]:
+        return tuple(k.name for k in self.keys)
+
+
 @dataclass(frozen=True)
 class Component:
     name: str
@@ -38,6 +90,11 @@ class Component:
     crds: tuple[str, ...] = ()  # the CRDs it installs: what an external install of it must serve
     # The Kubernetes minors it supports, inclusive ("1.27", "1.33"); None: not declared.
     kubernetes: tuple[str, str] | None = None
+    secrets: tuple[GeneratedSecret, ...] = ()  # generated at the first apply (see GeneratedSecret)
+
+    def secret_for_parameter(self, parameter: str) -> GeneratedSecret | None:
+        """The generated Secret that ``parameter`` replaces with one the user brings, if it is such a parameter."""
+        return next((s for s in self.secrets if s.parameter and s.parameter == parameter), None)
 
 
 @dataclass(frozen=True)
@@ -96,6 +153,7 @@ def with_dependencies(catalog: Catalog, names: Iterable[str]) -> list[str]:
 
     for name in names:
         add(name)
+    _refuse_cycles(catalog, chosen)
     out: list[str] = []
 
     def visit(name: str) -> None:
@@ -107,6 +165,44 @@ def with_dependencies(catalog: Catalog, names: Iterable[str]) -> list[str]:
     for name in sorted(chosen):
         visit(name)
     return out
+
+
+def _refuse_cycles(catalog: Catalog, names: Iterable[str]) -> None:
+    """A dependsOn cycle in the catalog's metadata is a ConfigError naming it (not endless recursion)."""
+    try:
+        check_acyclic({n: catalog.components[n].depends_on for n in names})
+    except DependencyCycle as e:
+        raise ConfigError(
+            "catalog: components depend on each other in a cycle: " + " → ".join(e.nodes),
+            details=[
+                f"{a} dependsOn {b} ({catalog.components[a].path / 'component.yaml'})"
+                for a, b in itertools.pairwise(e.nodes)
+            ],
+            hint="remove one of these dependsOn entries from the components' metadata",
+        ) from None
+
+
+# A Secret's name: a DNS subdomain (RFC 1123), as the API server requires.
+SECRET_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+
+
+def secret_reference_problem(component: Component, parameter: str, value: Any) -> str | None:
+    """What is wrong with ``value`` as the Secret a KfDef brings through ``parameter`` (None: nothing, or not
+    such a parameter): it must be a Secret's name, and the very name where upstream reads it by name."""
+    secret = component.secret_for_parameter(parameter)
+    if secret is None:
+        return None
+    if not isinstance(value, str) or not SECRET_NAME.match(value):
+        return (
+            f'parameter "{parameter}" names the Secret to use instead of the generated {secret.name}: it must be '
+            f"a Secret's name (lowercase letters, digits, '-' and '.'), got {value!r}"
+        )
+    if secret.fixed_name and value != secret.name:
+        return (
+            f'parameter "{parameter}" must be "{secret.name}", got {value!r}: {secret.fixed_name}; create your '
+            f"Secret under that name and set the parameter to it"
+        )
+    return None
 
 
 def first_sentence(description: str, *, width: int = 72) -> str:

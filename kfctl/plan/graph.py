@@ -14,15 +14,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from kfctl import ordering
 from kfctl.errors import PlanError
 from kfctl.health.registry import needs_wait
 from kfctl.objects import Obj, ObjectKey, key_of
 from kfctl.plan import rules
 from kfctl.plan.duplicates import Copy
 from kfctl.plan.hoist import Hoist, Need, hoisted_steps
-from kfctl.plan.podhooks import pod_template, reaches
+from kfctl.plan.podhooks import Reachability, pod_template
 from kfctl.plan.rules import EdgeRule
 from kfctl.plan.selectors import matches
+from kfctl.plan.statusless import statusless_kinds
 
 StepKind = Literal["object", "webhook-backend", "application", "external"]
 
@@ -95,14 +97,19 @@ class Plan:
         return out
 
     def waves(self) -> list[list[str]]:
-        """Steps grouped by depth: wave n depends only on waves < n (what `kfctl plan` prints)."""
-        depth: dict[str, int] = {}
-        for sid in topological_order(self):
-            depth[sid] = 1 + max((depth[e.dependency] for e in self.deps.get(sid, [])), default=-1)
-        waves: list[list[str]] = [[] for _ in range(max(depth.values(), default=-1) + 1)]
-        for sid, d in depth.items():
-            waves[d].append(sid)
-        return [sorted(w) for w in waves]
+        """Steps grouped by depth: wave n depends only on waves < n (what `kfctl plan` prints). PlanError
+        printing the cycle if there is one."""
+        try:
+            return ordering.layers(self.dependency_graph())
+        except ordering.DependencyCycle as e:
+            raise _cycle_error(self, e.nodes) from None
+
+    def dependency_graph(self) -> dict[str, list[str]]:
+        """Step id → the step ids it waits for (every step a key), for :mod:`kfctl.ordering`."""
+        graph: dict[str, list[str]] = {sid: [] for sid in self.steps}
+        for sid, edges in self.deps.items():
+            graph[sid] = [e.dependency for e in edges]
+        return graph
 
 
 def object_id(key: ObjectKey) -> str:
@@ -141,11 +148,13 @@ def build_plan(
         step = Step(external_id(check.application), "external", check.application, external=check)
         plan.steps[step.id] = step
         plan.deps[step.id] = []
+    statusless = statusless_kinds(obj for _, objs in objects_by_app for obj in objs)
     for app, objs in objects_by_app:
         plan.applications.append(Application(app, tuple(d for d in depends_on.get(app, ()) if d != app)))
         for obj in objs:
             key = key_of(obj)
-            step = Step(object_id(key), "object", app, key=key, obj=obj, wait=needs_wait(key.group, key.kind))
+            wait = needs_wait(key.group, key.kind) and (key.group, key.kind) not in statusless
+            step = Step(object_id(key), "object", app, key=key, obj=obj, wait=wait)
             plan.steps[step.id] = step
             plan.deps[step.id] = []
             by_key[key] = step
@@ -153,8 +162,10 @@ def build_plan(
         sid = object_id(c.key)
         plan.copies[sid] = (*plan.copies.get(sid, ()), c.dropped_from)
     _Builder(plan, by_key).build()
-    order = topological_order(plan)  # raises on a cycle
-    del order
+    try:
+        ordering.check_acyclic(plan.dependency_graph())
+    except ordering.DependencyCycle as e:
+        raise _cycle_error(plan, e.nodes) from None
     return plan
 
 
@@ -164,6 +175,9 @@ class _Builder:
         self.by_key = by_key
         self.crds: dict[tuple[str, str], Step] = {}  # (group, kind) -> CRD step
         self.plurals: dict[tuple[str, str], str] = dict(rules.BUILTIN_PLURALS)
+        # (step, dependency) pairs drawn: one edge per pair, found in constant time (an application step has
+        # an edge to each of its thousands of members).
+        self.drawn: set[tuple[str, str]] = {(sid, e.dependency) for sid, edges in plan.deps.items() for e in edges}
         # failurePolicy=Fail webhooks: (webhook, its backend's step, its configuration's step).
         self.matchers: list[tuple[Mapping[str, Any], Step, Step]] = []
         # CRD name (<plural>.<group>) → the external application's check that vouches for it.
@@ -179,11 +193,10 @@ class _Builder:
                 self.plurals[gk] = str(names.get("plural") or rules.guess_plural(gk[1]))
 
     def edge(self, src: Step, dst: Step | None, rule: EdgeRule) -> None:
-        if dst is None or dst.id == src.id:
+        if dst is None or dst.id == src.id or (src.id, dst.id) in self.drawn:
             return
-        edges = self.plan.deps.setdefault(src.id, [])
-        if not any(e.dependency == dst.id for e in edges):
-            edges.append(Edge(dst.id, rule))
+        self.drawn.add((src.id, dst.id))
+        self.plan.deps.setdefault(src.id, []).append(Edge(dst.id, rule))
 
     def build(self) -> None:
         steps = list(self.by_key.values())
@@ -365,6 +378,7 @@ class _Builder:
     def _admitted_pods(self, steps: list[Step]) -> None:
         """A workload's pods pass the Fail webhooks that admit pods: see :mod:`kfctl.plan.podhooks`. Runs
         last, as whether the backend needs the workload depends on every other edge (dependsOn included)."""
+        reach = Reachability(self.plan, {backend.id for _, backend, _ in self.matchers})
         for step in steps:
             assert step.key is not None and step.obj is not None
             pod = pod_template(step.key, step.obj)
@@ -373,10 +387,12 @@ class _Builder:
             for hook, backend, config in self.matchers:
                 if not self._admits(hook, key_of(pod), pod):
                     continue
-                if reaches(self.plan, backend.id, step.id):
+                if reach.reaches(backend.id, step.id):
                     self.edge(config, step, rules.ADMITS_ITS_NEEDS)
+                    reach.drawn(config.id, step.id)
                 else:
                     self.edge(step, backend, rules.POD_WEBHOOK)
+                    reach.drawn(step.id, backend.id)
 
     # --- applications ------------------------------------------------------------------------------------
     def _applications(self, steps: list[Step]) -> None:
@@ -459,32 +475,9 @@ def _pod_references(pod: Mapping[str, Any]) -> Iterable[tuple[str, str]]:
 
 
 def topological_order(plan: Plan) -> list[str]:
-    """Dependencies first; a cycle is a PlanError that prints it, edge by edge."""
-    state: dict[str, int] = {}  # 1 visiting, 2 done
-    order: list[str] = []
-    for root in sorted(plan.steps):
-        if state.get(root):
-            continue
-        stack: list[tuple[str, int]] = [(root, 0)]
-        path: list[str] = []
-        while stack:
-            sid, i = stack.pop()
-            if i == 0:
-                state[sid] = 1
-                path.append(sid)
-            edges = sorted(plan.deps.get(sid, []), key=lambda e: e.dependency)
-            if i < len(edges):
-                stack.append((sid, i + 1))
-                nxt = edges[i].dependency
-                if state.get(nxt) == 1:
-                    raise _cycle_error(plan, [*path[path.index(nxt) :], nxt])
-                if not state.get(nxt):
-                    stack.append((nxt, 0))
-            else:
-                state[sid] = 2
-                path.pop()
-                order.append(sid)
-    return order
+    """Dependencies first: the waves one after the other, each sorted by id. A cycle is a PlanError that
+    prints it, edge by edge."""
+    return [sid for wave in plan.waves() for sid in wave]
 
 
 def _cycle_error(plan: Plan, cycle: list[str]) -> PlanError:

@@ -13,6 +13,7 @@ This module only decides; it draws no edges and never looks at the cluster.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -71,9 +72,9 @@ def hoisted_steps(
     for need in needs:
         if need.rule.shared:
             by_step.setdefault(need.step, []).append(need)
-    queue = sorted(out)
+    queue = deque(sorted(out))
     while queue:
-        sid = queue.pop(0)
+        sid = queue.popleft()
         for need in sorted(by_step.get(sid, []), key=lambda n: n.dependency):
             dep = need.dependency
             if dep in out or dep not in owner or owner[dep] not in held:

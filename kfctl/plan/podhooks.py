@@ -21,7 +21,7 @@ match, which can only add order, never remove it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kfctl.objects import Obj, ObjectKey
@@ -49,15 +49,35 @@ def pod_template(key: ObjectKey, obj: Obj) -> Obj | None:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata}
 
 
-def reaches(plan: Plan, src: str, dst: str) -> bool:
-    """Does step ``src`` wait, directly or through others, for step ``dst``?"""
-    seen = {src}
-    todo = [src]
-    while todo:
-        for edge in plan.deps.get(todo.pop(), []):
-            if edge.dependency == dst:
-                return True
-            if edge.dependency not in seen:
-                seen.add(edge.dependency)
-                todo.append(edge.dependency)
-    return False
+class Reachability:
+    """What each of some steps (the webhook backends) waits for, directly or through others, kept up to date
+    while edges are drawn. Asking the graph afresh for every workload a webhook admits was quadratic: a
+    backend of an application that ``dependsOn`` a large one reaches all of that one's objects."""
+
+    def __init__(self, plan: Plan, roots: Iterable[str]) -> None:
+        self.plan = plan
+        self.reached: dict[str, set[str]] = {}
+        for root in roots:
+            seen: set[str] = set()
+            self._walk(root, seen)
+            self.reached[root] = seen
+
+    def reaches(self, src: str, dst: str) -> bool:
+        """Does step ``src`` (one of the roots) wait, directly or through others, for step ``dst``?"""
+        return dst in self.reached[src]
+
+    def drawn(self, src: str, dst: str) -> None:
+        """The edge ``src`` waits for ``dst`` was just drawn: what reaches ``src`` now reaches ``dst`` and
+        everything it waits for. Edges are never removed, so sets only grow."""
+        for root, seen in self.reached.items():
+            if (src == root or src in seen) and dst not in seen:
+                seen.add(dst)
+                self._walk(dst, seen)
+
+    def _walk(self, start: str, seen: set[str]) -> None:
+        todo = [start]
+        while todo:
+            for edge in self.plan.deps.get(todo.pop(), []):
+                if edge.dependency not in seen:
+                    seen.add(edge.dependency)
+                    todo.append(edge.dependency)
