@@ -3,8 +3,8 @@
 #               run the seed TFJob on the real training operator to Succeeded
 #   make test   set up, then ruff, mypy --strict and pytest (unit, component and end-to-end tests)
 # Everything is installed by the project itself: a virtualenv with kfctl and its dev tools, kustomize if the
-# machine has neither `kustomize` nor `kubectl kustomize`, the local control plane's binaries and the Kubeflow
-# operators that e2e/runtime.py runs on its fake nodes.
+# machine has neither `kustomize` nor `kubectl kustomize`, the local control plane's binaries, the Kubeflow
+# operators that e2e/runtime.py runs on its fake nodes and Flux's controllers (e2e/test_gitops_flux.py).
 
 PYTHON ?= python3
 VENV   := .venv
@@ -24,7 +24,7 @@ $(BIN)/.installed: pyproject.toml setup.py
 	touch $@
 
 tools:
-	e2e/build-binaries --operators
+	e2e/build-binaries --operators --flux
 
 setup: $(BIN)/.installed tools
 

@@ -94,6 +94,16 @@ def fresh_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]
     """A cluster of this test's own, started empty and stopped after it, for installs that own cluster-wide
     names (upstream trees install into `kubeflow`, `cert-manager` …) and must start from nothing. It runs the
     process runtime, so real operators serve what is installed; fails (never skips) where it cannot."""
+    yield from _fresh_cluster(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def module_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """As `fresh_cluster`, shared by the tests of one module (which run in order on it), stopped after them."""
+    yield from _fresh_cluster(tmp_path_factory)
+
+
+def _fresh_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     import localcluster
 
     started = _start(_state_dir(tmp_path_factory, "fresh-cluster"))

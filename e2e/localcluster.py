@@ -340,6 +340,31 @@ def write_kubeconfig(path: Path, *, name: str, server: str, pki_dir: Path) -> No
 # --- the local control plane ----------------------------------------------------------------------
 
 
+# Every request's metadata (who, verb, resource; never bodies), one JSON line each: the benchmarks count the
+# requests each side makes from this log, the same way for kfctl and its peers (by user agent).
+AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+"""
+
+
+def _audit_flags(state_dir: Path, log_path: str) -> list[str]:
+    """kube-apiserver flags for an audit log at ``log_path`` (KFCTL_E2E_AUDIT_LOG); none when it is empty."""
+    if not log_path:
+        return []
+    policy = state_dir / "audit-policy.yaml"
+    policy.write_text(AUDIT_POLICY)
+    return [
+        f"--audit-policy-file={policy}",
+        f"--audit-log-path={log_path}",
+        "--audit-log-format=json",
+        "--audit-log-mode=blocking",
+        "--audit-log-maxbackup=0",
+    ]
+
+
 def up_local(state_dir: Path) -> State:
     bin_dir = binaries()
     # Admission webhooks are on where the process runtime runs (as root): the API server reaches webhook Services
@@ -398,6 +423,7 @@ def up_local(state_dir: Path) -> State:
         admission = [f"--egress-selector-config-file={egress_config}"]
     else:
         admission = ["--disable-admission-plugins=MutatingAdmissionWebhook,ValidatingAdmissionWebhook"]
+    audit = _audit_flags(state_dir, os.environ.get("KFCTL_E2E_AUDIT_LOG", ""))
     apiserver = spawn(
         state,
         "kube-apiserver",
@@ -421,6 +447,7 @@ def up_local(state_dir: Path) -> State:
             "--allow-privileged=true",
             "--profiling=false",
             *admission,
+            *audit,
         ],
     )
     tls = ssl.create_default_context(cafile=str(pki_dir / "ca.crt"))

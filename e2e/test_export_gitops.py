@@ -1,9 +1,13 @@
-"""`kfctl export` output is accepted by a real API server under the Argo CD and Flux CRDs' schemas.
+"""`kfctl export` output is accepted by a real API server under Argo CD's and Flux's own CRDs.
 
-e2e/crds/ holds compact CRDs with the real groups, kinds, versions and field names (structural schemas
-that close the fields kfctl writes). They are created for real, then the export of a full kind platform
-goes through `kubectl apply --dry-run=server --validate=strict`, from stdout and from --output-dir. A
-deliberately broken copy must fail the same dry run, which shows the schemas do check something.
+e2e/crds/ holds the CRDs e2e/gen-gitops-crds generates with controller-gen from the engines' Go API types at
+the releases e2e/versions.env pins (Argo CD v3.2.12's Application; Flux source-controller v1.7.0's and
+kustomize-controller v1.7.2's kinds); the first test regenerates them and finds the files the same (it needs
+Go and fails, never skips, without it). They are created for real, then the export of a kind platform goes
+through `kubectl apply --dry-run=server --validate=strict`, from stdout and from --output-dir (with --prune,
+so the keep patches and finalizers are checked too). A deliberately broken copy must fail the same dry run,
+which shows the schemas do check something. Flux's controllers reconcile the export for real in
+e2e/test_gitops_flux.py; no Argo CD controller is built here.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import flux_support
 import pytest
 import yaml
 
@@ -22,11 +27,7 @@ pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parent.parent
 CRDS = Path(__file__).resolve().parent / "crds"
-CRD_NAMES = (
-    "applications.argoproj.io",
-    "gitrepositories.source.toolkit.fluxcd.io",
-    "kustomizations.kustomize.toolkit.fluxcd.io",
-)
+CRD_NAMES = ("applications.argoproj.io", *flux_support.CRD_NAMES)
 
 
 def kubectl(kubeconfig: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -41,6 +42,16 @@ def kfctl(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "kfctl.cli.main", *args], capture_output=True, text=True, timeout=300, cwd=REPO
     )
+
+
+def test_the_crds_are_what_the_engines_go_types_generate() -> None:
+    result = subprocess.run(
+        [sys.executable, str(REPO / "e2e" / "gen-gitops-crds"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=1800,  # cold: builds controller-gen and downloads the engines' API modules
+    )
+    assert result.returncode == 0, result.stderr
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +73,9 @@ def gitops_crds(kubeconfig: str) -> str:
 @pytest.fixture(scope="module")
 def app_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     app = tmp_path_factory.mktemp("export") / "platform"
-    out = kfctl("init", str(app), "--platform", "kind")
-    assert out.returncode == 0, out.stderr
+    for args in (("init", str(app), "--platform", "kind"), ("generate", str(app))):
+        out = kfctl(*args)
+        assert out.returncode == 0, out.stderr
     return app
 
 
@@ -79,6 +91,7 @@ def test_export_passes_a_strict_server_side_dry_run(gitops_crds: str, app_dir: P
     docs: list[dict[str, Any]] = [d for d in yaml.safe_load_all(out.stdout) if d]
     kinds = {d["kind"] for d in docs}
     assert kinds == ({"Application"} if fmt == "argocd" else {"GitRepository", "Kustomization"})
+    assert {"platform-kserve", "platform-kserve-admitted"} <= {d["metadata"]["name"] for d in docs}
     result = dry_run(gitops_crds, "-f", "-", stdin=out.stdout)
     assert result.returncode == 0, result.stderr
     for d in docs:

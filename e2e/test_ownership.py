@@ -45,6 +45,13 @@ HINT = (
     "instead of installing it; to take the objects over, re-run with --adopt (or set `adopt: true` on the "
     "application): delete and prune keep adopted objects unless --delete-adopted / --prune-adopted"
 )
+# Objects a GitOps engine reconciles: change them in git, not with kfctl (e2e/test_gitops_flux.py: Flux's).
+ARGO_CD_HINT = (
+    "a GitOps engine (Argo CD) reconciles these objects from git: change them there (kfctl generate, kfctl export, "
+    "commit) rather than with kfctl apply, as --adopt would have both keep writing them. To hand an application "
+    "over to kfctl, first remove it from the engine without deleting its objects (Argo CD: delete its Application "
+    "without cascading), then kfctl apply --adopt"
+)
 WRITES = ("Created", "Configured", "Corrected", "Adopted", "Recreated", "Pruned", "Deleted")
 HELM_OWNER = "Helm release cert-manager/cert-manager"
 CA_BUNDLES = "jsonpath={.webhooks[*].clientConfig.caBundle}"
@@ -123,7 +130,7 @@ def test_an_object_argo_cd_tracks_stops_the_apply_before_any_write(
         "exitCode": 11,
         "message": refusal("Argo CD application guestbook", 1),
         "details": [f"Deployment.apps {namespace}/web (web): Argo CD application guestbook"],
-        "hint": HINT,
+        "hint": ARGO_CD_HINT,
     }
     assert not [e for e in run.events if e["event"] in WRITES], run.events
     assert identities(kubeconfig, [web]) == before

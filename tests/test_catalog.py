@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
+from credentials import credentials_in
 
 from kfctl import yamlio
 from kfctl.app.generate import generate
@@ -85,6 +86,9 @@ def test_every_platform_renders_and_kustomize_reproduces_it_elsewhere(
         for container in pod_containers(obj):
             image = container["image"]
             assert ":" in image.rsplit("/", 1)[-1] and not image.endswith(":latest"), f"{image} is not pinned"
+    # Nothing secret in what users commit (rendered/, kustomize/, vendor/): kfctl generates the Secrets in the
+    # cluster (tests/test_secrets_generated.py).
+    assert credentials_in(copy) == []
 
 
 KUBERNETES_SCHEMA_VERSION = "1.32.0"

@@ -46,7 +46,7 @@ def meta(labels_: dict[str, str] | None = None, annotations: dict[str, str] | No
         ),
         pytest.param(
             meta(annotations={"argocd.argoproj.io/tracking-id": "platform:apps/Deployment:kubeflow/op"}),
-            ownership.Owner("Argo CD application platform", True),
+            ownership.Owner("Argo CD application platform", True, "Argo CD"),
             id="argocd-annotation-tracking",
         ),
         pytest.param(
@@ -56,7 +56,7 @@ def meta(labels_: dict[str, str] | None = None, annotations: dict[str, str] | No
         ),
         pytest.param(
             meta({"kustomize.toolkit.fluxcd.io/name": "infra", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}),
-            ownership.Owner("Flux Kustomization flux-system/infra", True),
+            ownership.Owner("Flux Kustomization flux-system/infra", True, "Flux"),
             id="flux-kustomization",
         ),
         pytest.param(
@@ -146,6 +146,60 @@ def test_foreign_objects_stop_the_run_listing_each_with_its_owner_and_the_ways_o
         ObjectKey("", "ConfigMap", "demo", "a"): "Helm release cert-manager/cert-manager",
         ObjectKey("", "ConfigMap", "demo", "b"): "Helm release cert-manager/cert-manager",
     }
+
+
+FLUX = {"kustomize.toolkit.fluxcd.io/name": "prod-kserve", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}
+ARGO = {"argocd.argoproj.io/tracking-id": "prod-kserve:/ConfigMap:demo/b"}
+
+
+@pytest.mark.parametrize(
+    ("marks", "owners", "hint"),
+    [
+        pytest.param(
+            [(FLUX, {}), (FLUX, {})],
+            "Flux Kustomization flux-system/prod-kserve",
+            "a GitOps engine (Flux) reconciles these objects from git: change them there (kfctl generate, kfctl "
+            "export, commit) rather than with kfctl apply, as --adopt would have both keep writing them. To hand an "
+            "application over to kfctl, first remove it from the engine without deleting its objects (Flux: set "
+            "prune: false on its Kustomization, then delete it), then kfctl apply --adopt",
+            id="flux",
+        ),
+        pytest.param(
+            [(FLUX, {}), ({}, ARGO)],
+            "Argo CD application prod-kserve; Flux Kustomization flux-system/prod-kserve",
+            "a GitOps engine (Argo CD and Flux) reconciles these objects from git: change them there (kfctl "
+            "generate, kfctl export, commit) rather than with kfctl apply, as --adopt would have both keep writing "
+            "them. To hand an application over to kfctl, first remove it from the engine without deleting its "
+            "objects (Argo CD: delete its Application without cascading; Flux: set prune: false on its "
+            "Kustomization, then delete it), then kfctl apply --adopt",
+            id="argo-cd-and-flux",
+        ),
+        pytest.param(
+            [(FLUX, {}), (HELM, HELM_NOTES)],
+            "Flux Kustomization flux-system/prod-kserve; Helm release cert-manager/cert-manager",
+            "a GitOps engine (Flux) reconciles these objects from git: change them there (kfctl generate, kfctl "
+            "export, commit) rather than with kfctl apply, as --adopt would have both keep writing them. To hand an "
+            "application over to kfctl, first remove it from the engine without deleting its objects (Flux: set "
+            "prune: false on its Kustomization, then delete it), then kfctl apply --adopt",
+            id="an-engine-among-others-names-the-engine",
+        ),
+    ],
+)
+def test_objects_a_gitops_engine_reconciles_are_refused_pointing_to_git_not_to_adopt(
+    marks: list[tuple[dict[str, str], dict[str, str]]], owners: str, hint: str, catalog: Catalog
+) -> None:
+    cluster = FakeCluster()
+    for name, (tags, notes) in zip("ab", marks, strict=True):
+        cluster.put(obj("v1", "ConfigMap", name, "demo", labels=tags, annotations=notes))
+    bundle = [("cert-manager", obj("v1", "ConfigMap", n, "demo")) for n in "ab"]
+    found = ownership.scan(cluster, bundle, applyset_id=OURS, inventory=None)
+    with pytest.raises(OwnershipError) as info:
+        _adoption(found, kfdef("applications: [{name: cert-manager}]", catalog), adopt_all=False)
+    assert info.value.exit_code == 11
+    assert info.value.message == (
+        f"2 object(s) the KfDef would install exist already under another owner ({owners}); nothing was written"
+    )
+    assert info.value.hint == hint
 
 
 FAST = RemoveOptions(wait_timeout=1.0, poll_interval=0.01)

@@ -175,6 +175,7 @@ def test_flux_output_is_exact(tmp_path: Path, catalog: Catalog) -> None:
                 "timeout": "10m",
                 "retryInterval": "1m",
                 "sourceRef": {"kind": "GitRepository", "name": "demo"},
+                "patches": FLUX_KEEP_PATCHES,
             },
         },
         {
@@ -194,9 +195,55 @@ def test_flux_output_is_exact(tmp_path: Path, catalog: Catalog) -> None:
                 "retryInterval": "1m",
                 "sourceRef": {"kind": "GitRepository", "name": "demo"},
                 "dependsOn": [{"name": "demo-common"}],
+                "patches": FLUX_KEEP_PATCHES,
             },
         },
     ]
+
+
+def keep(api_version: str, kind: str, annotation: str) -> str:
+    return f"apiVersion: {api_version}\nkind: {kind}\nmetadata:\n  name: any\n  annotations:\n    {annotation}\n"
+
+
+# With --prune, what kfctl's own prune keeps unless told (CRDs, Namespaces, PVs, PVCs) the engine is told to keep.
+FLUX_KEEP_PATCHES = [
+    {
+        "patch": keep(
+            "apiextensions.k8s.io/v1", "CustomResourceDefinition", "kustomize.toolkit.fluxcd.io/prune: disabled"
+        ),
+        "target": {"group": "apiextensions.k8s.io", "kind": "CustomResourceDefinition"},
+    },
+    {"patch": keep("v1", "Namespace", "kustomize.toolkit.fluxcd.io/prune: disabled"), "target": {"kind": "Namespace"}},
+    {
+        "patch": keep("v1", "PersistentVolume", "kustomize.toolkit.fluxcd.io/prune: disabled"),
+        "target": {"kind": "PersistentVolume"},
+    },
+    {
+        "patch": keep("v1", "PersistentVolumeClaim", "kustomize.toolkit.fluxcd.io/prune: disabled"),
+        "target": {"kind": "PersistentVolumeClaim"},
+    },
+]
+
+
+def test_argocd_with_prune_keeps_what_kfctl_keeps_and_deletes_the_rest_with_the_application(
+    tmp_path: Path, catalog: Catalog
+) -> None:
+    kfdef = kfdef_from(tmp_path, SMALL, catalog)
+    app = export(kfdef, catalog, ExportOptions(format="argocd", repo_url="u", prune=True)).objects[0]
+    assert app["metadata"]["finalizers"] == ["resources-finalizer.argocd.argoproj.io"]
+    assert app["spec"]["syncPolicy"]["automated"] == {"prune": True, "selfHeal": False}
+    sync_options = "argocd.argoproj.io/sync-options: Prune=false,Delete=false"
+    assert app["spec"]["source"]["kustomize"] == {
+        "patches": [
+            {
+                "patch": keep("apiextensions.k8s.io/v1", "CustomResourceDefinition", sync_options),
+                "target": {"group": "apiextensions.k8s.io", "kind": "CustomResourceDefinition"},
+            },
+            {"patch": keep("v1", "Namespace", sync_options), "target": {"kind": "Namespace"}},
+            {"patch": keep("v1", "PersistentVolume", sync_options), "target": {"kind": "PersistentVolume"}},
+            {"patch": keep("v1", "PersistentVolumeClaim", sync_options), "target": {"kind": "PersistentVolumeClaim"}},
+        ]
+    }
 
 
 @pytest.mark.parametrize(
@@ -223,6 +270,39 @@ def test_a_dependency_cycle_is_a_plan_error_that_prints_it(tmp_path: Path, catal
     assert info.value.message == "dependency cycle among applications: common → training-operator → common"
     assert info.value.details == ["common depends on training-operator", "training-operator depends on common"]
     assert info.value.exit_code == 5
+
+
+@pytest.mark.parametrize(
+    ("deps", "message", "details"),
+    [
+        pytest.param(
+            {"a": ["b"], "b": ["c"], "c": ["a"], "d": []},
+            "dependency cycle among applications: a → b → c → a",
+            ["a depends on b", "b depends on c", "c depends on a"],
+            id="three-read-from-the-first-name-in-dependency-direction",
+        ),
+        pytest.param(
+            {"z": ["y"], "y": ["x"], "x": ["z"]},
+            "dependency cycle among applications: x → z → y → x",
+            ["x depends on z", "z depends on y", "y depends on x"],
+            id="the-same-whichever-node-is-met-first",
+        ),
+        pytest.param(
+            {"a": ["a"]}, "dependency cycle among applications: a → a", ["a depends on a"], id="self-dependency"
+        ),
+    ],
+)
+def test_sync_waves_name_a_cycle(deps: dict[str, list[str]], message: str, details: list[str]) -> None:
+    with pytest.raises(PlanError) as info:
+        sync_waves(deps)
+    assert (info.value.message, info.value.details) == (message, details)
+
+
+def test_sync_waves_of_a_chain_deeper_than_the_recursion_limit() -> None:
+    """A walk by graphlib, not recursion: 5,000 applications in a row are waves 0 to 4,999."""
+    deps = {f"app-{i:04d}": [f"app-{i - 1:04d}"] if i else [] for i in range(5000)}
+    waves = sync_waves(deps)
+    assert (waves["app-0000"], waves["app-2500"], waves["app-4999"]) == (0, 2500, 4999)
 
 
 @pytest.mark.parametrize(

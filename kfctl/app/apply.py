@@ -22,6 +22,7 @@ from kfctl.app.bundle import Bundle, load_bundle
 from kfctl.app.cluster import ClusterRecord, identify, talking_to
 from kfctl.app.generate import generate
 from kfctl.app.per_application import ApplicationRow, application_rows
+from kfctl.app.secrets import with_secret_values
 from kfctl.catalog.model import Catalog
 from kfctl.config.model import KfDef
 from kfctl.engine import inventory, labels, ownership
@@ -36,6 +37,7 @@ from kfctl.k8s.api import Cluster
 from kfctl.objects import ObjectKey
 from kfctl.plan.critical import Segment, critical_path
 from kfctl.plan.graph import Plan, application_id
+from kfctl.secrets.brought import check_brought
 
 T = TypeVar("T")
 
@@ -107,6 +109,8 @@ def apply_kfdef(
         refuse_unserved(cluster, bundle.objects())
     with talking_to(cluster, "checking the target namespaces"):
         _preflight_namespaces(cluster, bundle)
+    with talking_to(cluster, "checking the Secrets the KfDef brings"):
+        check_brought(cluster, bundle.secrets)
     persist = _Persist(cluster, reporter, deadline=time.monotonic() + options.wait_timeout)
     with ExitStack() as held:
         with talking_to(cluster, "checking what exists of the bundle"):
@@ -164,6 +168,10 @@ def _apply_locked(
         found = persist(lambda: _scan(cluster, bundle, old))
     adopting = _adoption(found, kfdef, adopt_all=adopt)
     _refuse_pruning_externals(old, kfdef)
+    with talking_to(cluster, "reading the generated Secrets"):
+        # Under the lock: two runs must not draw two passwords. In memory only, never in a file.
+        filled = persist(lambda: with_secret_values(cluster, bundle, reporter))
+    bundle = filled
     with talking_to(cluster, f"recording the inventory {where} before applying"):
         persist(lambda: _ensure_inventory_namespace(cluster, bundle))
         current = old or inventory.Inventory(bundle.inventory_name, kfdef.namespace, cluster_id)
@@ -292,20 +300,38 @@ def _adoption(found: ownership.Scan, kfdef: KfDef, *, adopt_all: bool) -> dict[O
     refused = [f for f in found.foreign if not (adopt_all or f.application in adopt_apps)]
     if refused:
         owners = sorted({f.owner.description for f in refused})
+        engines = sorted({f.owner.engine for f in refused if f.owner.engine})
         raise OwnershipError(
             f"{len(refused)} object(s) the KfDef would install exist already under another owner "
             f"({'; '.join(owners[:3])}{' …' if len(owners) > 3 else ''}); nothing was written",
             details=[f.describe() for f in refused],
-            hint=(
-                "if the cluster already provides an application, mark it `external: true` in the KfDef: kfctl "
-                "then checks it instead of installing it; to take the objects over, re-run with --adopt (or set "
-                "`adopt: true` on the application): delete and prune keep adopted objects unless "
-                "--delete-adopted / --prune-adopted"
-            ),
+            hint=_gitops_hint(engines) if engines else _ADOPT_HINT,
         )
     adopting = {f.key: f.owner.description for f in found.foreign}
     adopting.update({f.key: f"the cluster (it existed before kfctl; {f.owner.description})" for f in found.shared})
     return adopting
+
+
+_ADOPT_HINT = (
+    "if the cluster already provides an application, mark it `external: true` in the KfDef: kfctl then checks it "
+    "instead of installing it; to take the objects over, re-run with --adopt (or set `adopt: true` on the "
+    "application): delete and prune keep adopted objects unless --delete-adopted / --prune-adopted"
+)
+_HAND_OVER = {
+    "Argo CD": "Argo CD: delete its Application without cascading",
+    "Flux": "Flux: set prune: false on its Kustomization, then delete it",
+}
+
+
+def _gitops_hint(engines: list[str]) -> str:
+    """For objects a GitOps engine reconciles: kfctl must not fight it, so say where changes go instead, and how
+    an application is handed over (the engine lets go of it first; kfctl then adopts what is left)."""
+    return (
+        f"a GitOps engine ({' and '.join(engines)}) reconciles these objects from git: change them there (kfctl "
+        "generate, kfctl export, commit) rather than with kfctl apply, as --adopt would have both keep writing "
+        "them. To hand an application over to kfctl, first remove it from the engine without deleting its objects "
+        f"({'; '.join(_HAND_OVER[e] for e in engines)}), then kfctl apply --adopt"
+    )
 
 
 def _preflight_namespaces(cluster: Cluster, bundle: Bundle) -> None:

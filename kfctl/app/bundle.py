@@ -1,17 +1,26 @@
-"""The rendered objects of a KfDef's applications and their dependencies: the input of every cluster command."""
+"""The rendered objects of a KfDef's applications and their dependencies: the input of every cluster command.
+
+Besides what `generate` rendered, the bundle holds each Secret the catalog generates (kfctl.secrets), planned
+without data: it is applied, ordered before the workloads that mount it and recorded like every object, but its
+values are added in memory by ``with_secret_values`` once the cluster has been read, never taken from a file.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from kfctl.catalog.model import Catalog
 from kfctl.config.model import KfDef
 from kfctl.engine import labels
 from kfctl.engine.inventory import applyset_id, parent_name
-from kfctl.errors import UsageError
+from kfctl.errors import RenderError, UsageError
 from kfctl.objects import Obj, ObjectKey, key_of, parse_stream
 from kfctl.plan.duplicates import Copy, merge_copies
 from kfctl.plan.graph import ExternalCheck, Plan, Step, build_plan
+from kfctl.secrets.declared import Declared, declared, shell
+from kfctl.secrets.values import SecretValues, with_data
 
 
 @dataclass(frozen=True)
@@ -21,6 +30,9 @@ class Bundle:
     depends_on: dict[str, tuple[str, ...]]
     externals: tuple[ExternalCheck, ...] = ()  # applications the cluster provides (external: true)
     copies: tuple[Copy, ...] = ()  # identical copies of an object in later applications, applied once
+    secrets: tuple[Declared, ...] = ()  # the Secrets the applications need: generated ones are planned objects
+    # The generated Secrets' data, once read (with_secret_values); None before. In memory only.
+    secret_values: SecretValues | None = field(default=None, repr=False, compare=False)
 
     @property
     def inventory_name(self) -> str:
@@ -41,9 +53,20 @@ class Bundle:
         return build_plan(self.objects_by_app, depends_on=self.depends_on, externals=self.externals, copies=self.copies)
 
     def prepare(self, step: Step) -> Obj:
-        """The object as kfctl applies it (labels + content hash)."""
+        """The object as kfctl applies it (labels + content hash); a generated Secret with its data."""
         assert step.obj is not None
-        return labels.prepare(step.obj, applyset_id=self.applyset_id, kfdef_name=self.kfdef.name, application=step.app)
+        out = labels.prepare(step.obj, applyset_id=self.applyset_id, kfdef_name=self.kfdef.name, application=step.app)
+        if step.key is not None and step.key in self.generated_keys:
+            return with_data(out, self.secret_values or SecretValues())
+        return out
+
+    @property
+    def generated_keys(self) -> frozenset[ObjectKey]:
+        return frozenset(s.key for s in self.secrets if s.generated)
+
+    def with_secret_values(self, values: SecretValues) -> Bundle:
+        """This bundle, its generated Secrets' data read from the cluster or drawn (kfctl.secrets.values)."""
+        return dataclasses.replace(self, secret_values=values)
 
 
 def load_bundle(kfdef: KfDef, catalog: Catalog) -> Bundle:
@@ -71,5 +94,29 @@ def load_bundle(kfdef: KfDef, catalog: Catalog) -> Bundle:
         if app.component and app.component in catalog.components:
             wanted += [by_component[c] for c in catalog.components[app.component].depends_on if c in by_component]
         deps[app.name] = tuple(dict.fromkeys(d for d in wanted if d in names and d != app.name))
+    wanted_secrets = declared(kfdef, catalog)
+    out = _with_generated_secrets(out, wanted_secrets, sources)
     merged, copies = merge_copies(out, sources=sources)
-    return Bundle(kfdef, merged, deps, tuple(externals), copies)
+    return Bundle(kfdef, merged, deps, tuple(externals), copies, tuple(wanted_secrets))
+
+
+def _with_generated_secrets(
+    rendered: list[tuple[str, tuple[Obj, ...]]], wanted: list[Declared], sources: dict[str, str]
+) -> list[tuple[str, tuple[Obj, ...]]]:
+    """Each application's objects plus the Secrets it generates. A render that holds one itself comes from an
+    older kfctl, whose catalog shipped fixed credentials: applying it would put them back, so refuse."""
+    extra: dict[str, list[Obj]] = {}
+    for secret in wanted:
+        if secret.generated:
+            extra.setdefault(secret.application, []).append(shell(secret))
+    out = []
+    for app, objs in rendered:
+        keys = {key_of(o) for o in objs}
+        stale = [str(key_of(o)) for o in extra.get(app, []) if key_of(o) in keys]
+        if stale:
+            raise RenderError(
+                f"{sources[app]} holds {', '.join(stale)}, which kfctl now generates in the cluster with random values",
+                hint=f"run `kfctl generate {Path(sources[app]).parent.parent}` to render the application again",
+            )
+        out.append((app, (*objs, *extra.get(app, []))))
+    return out

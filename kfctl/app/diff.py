@@ -6,7 +6,8 @@ as immutable (a Deployment's selector, a Service's clusterIP …), which apply r
 (``--recreate-immutable``). Objects the new render no longer holds are listed as removed, with the flag
 apply needs to delete a kind it keeps by default (Namespaces, CRDs, storage, adopted objects).
 
-Secrets' values are masked (a short digest shows whether a value changed without revealing it). Fields the
+Secrets' values are masked (a short digest shows whether a value changed without revealing it); the Secrets
+kfctl generates show their keys only, "generated" or "present". Fields the
 server owns (managedFields, resourceVersion, status …) and kfctl's content-hash annotation are left
 out of the comparison, so only changes the user made show.
 """
@@ -31,8 +32,11 @@ from kfctl.engine.retry import classify
 from kfctl.engine.served import refuse_unserved
 from kfctl.errors import ApiDeniedError, ClusterError
 from kfctl.k8s.api import ApiError, Cluster, NoKindMatch
+from kfctl.objects import Obj
 from kfctl.plan import rules
 from kfctl.plan.graph import Plan, Step
+from kfctl.secrets.brought import check_brought
+from kfctl.secrets.values import read_values
 
 ACTIONS = ("create", "update", "prune", "recreate")
 
@@ -87,6 +91,10 @@ def against_cluster(
     identify(cluster)
     with talking_to(cluster, "checking that the cluster serves the bundle's apiVersions"):
         refuse_unserved(cluster, bundle.objects())
+    with talking_to(cluster, "checking the Secrets the KfDef brings and reading the generated ones"):
+        check_brought(cluster, bundle.secrets)
+        # A missing key is drawn only for the dry run, which stores nothing: apply draws its own.
+        bundle = bundle.with_secret_values(read_values(cluster, bundle.secrets))
     return bundle, bundle.plan(), cluster
 
 
@@ -151,7 +159,22 @@ def compare(cluster: Cluster, bundle: Bundle, step: Step, *, dry_run_create: boo
             return ObjectDiff(step.id, "recreate", step.app, immutable=c.fields, reason=c.message)
         raise
     patch = jsonpatch.make_patch(comparable(live), comparable(after)).patch
+    if step.key in bundle.generated_keys:
+        patch = _keys_only(patch, live)
     return ObjectDiff(step.id, "update", step.app, patch) if patch else None
+
+
+def _keys_only(patch: list[dict[str, Any]], live: Obj) -> list[dict[str, Any]]:
+    """A generated Secret's changes name its keys, "generated" (drawn by this apply) or "present" (the
+    cluster's value, kept): not even a digest of a value, which a short one could help guess."""
+    have = set(live.get("data") or {})
+    out = []
+    for op in patch:
+        path = str(op.get("path", ""))
+        if path.startswith("/data/") and "value" in op:
+            op = {**op, "value": "present" if path.removeprefix("/data/") in have else "generated"}
+        out.append(op)
+    return out
 
 
 def removed(bundle: Bundle, inv: inventory.Inventory | None) -> list[ObjectDiff]:

@@ -1,5 +1,6 @@
 """`kfctl status`: the health of every object kfctl recorded, per object and per application, and of the
-applications the KfDef says the cluster provides (``external: true``), checked as apply checks them."""
+applications the KfDef says the cluster provides (``external: true``), checked as apply checks them; and the
+Secrets the applications need, generated or brought, by their keys (never a value)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kfctl.app.cluster import identify, talking_to
+from kfctl.app.secrets import secret_states
 from kfctl.catalog.model import Catalog
 from kfctl.config.model import KfDef
 from kfctl.engine import inventory
@@ -17,6 +19,8 @@ from kfctl.health.model import Health, failed, progressing
 from kfctl.k8s.api import ApiError, Cluster, NoKindMatch
 from kfctl.objects import ObjectKey
 from kfctl.plan.graph import ExternalCheck
+from kfctl.secrets.declared import is_generated
+from kfctl.secrets.report import SecretState, describe_generated
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,7 @@ class StatusReport:
     applied: bool
     objects: list[ObjectStatus] = field(default_factory=list)
     externals: dict[str, Health] = field(default_factory=dict)  # application → its check, "external: …"
+    secrets: list[SecretState] = field(default_factory=list)  # generated and brought, keys only
 
     def by_application(self) -> dict[str, Health]:
         out: dict[str, Health] = dict(self.externals)
@@ -50,7 +55,10 @@ class StatusReport:
     @property
     def healthy(self) -> bool:
         return (
-            self.applied and all(o.health.ready for o in self.objects) and all(h.ready for h in self.externals.values())
+            self.applied
+            and all(o.health.ready for o in self.objects)
+            and all(h.ready for h in self.externals.values())
+            and all(s.ok for s in self.secrets)
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -70,6 +78,7 @@ class StatusReport:
                 }
                 for o in self.objects
             ],
+            "secrets": [s.as_dict() for s in self.secrets],
         }
 
 
@@ -97,8 +106,13 @@ def status_of(kfdef: KfDef, catalog: Catalog, *, open_cluster: Callable[[], Clus
             return ObjectStatus(m.key, m.application, failed(f"cannot read: {e.message}"))
         if live is None:
             return ObjectStatus(m.key, m.application, failed("missing"))
-        return ObjectStatus(m.key, m.application, object_health(cluster, live))
+        health = object_health(cluster, live)
+        if is_generated(live):
+            health = Health(health.state, describe_generated(live))
+        return ObjectStatus(m.key, m.application, health)
 
     with talking_to(cluster, "reading the objects' health"), ThreadPoolExecutor(max_workers=8) as pool:
         objects = list(pool.map(probe, sorted(inv.members.values(), key=lambda m: (m.application, m.key))))
-    return StatusReport(applied=True, objects=objects, externals=externals)
+    with talking_to(cluster, "reading the Secrets the applications need"):
+        secrets = secret_states(cluster, kfdef, catalog)
+    return StatusReport(applied=True, objects=objects, externals=externals, secrets=secrets)

@@ -14,7 +14,18 @@ from typing import Any
 import yaml
 
 from kfctl import yamlio
-from kfctl.catalog.model import Catalog, Component, Overlay, ParameterSpec, Platform
+from kfctl.catalog.model import (
+    ALPHABETS,
+    SECRET_LENGTHS,
+    SECRET_NAME,
+    Catalog,
+    Component,
+    GeneratedSecret,
+    Overlay,
+    ParameterSpec,
+    Platform,
+    SecretKey,
+)
 from kfctl.errors import ConfigError
 
 PARTS = ("manifests", "overlays", "platforms")
@@ -102,6 +113,7 @@ def _component(d: Path) -> Component:
     meta_path = d / "component.yaml"
     data = _read(meta_path)
     overlays_dir = d / "overlays"
+    parameters = _parameters(data, meta_path)
     return Component(
         name=str(data.get("name", d.name)),
         description=str(data.get("description", "")).strip(),
@@ -110,13 +122,69 @@ def _component(d: Path) -> Component:
         platforms=_str_list(data, "platforms", meta_path),
         crds=_str_list(data, "crds", meta_path),
         kubernetes=_kubernetes_range(data, meta_path),
-        parameters=_parameters(data, meta_path),
+        parameters=parameters,
+        secrets=_secrets(data, meta_path, parameters),
         health=str(data.get("health", "")).strip(),
         path=d,
         overlays=tuple(sorted(o.name for o in overlays_dir.iterdir() if (o / "kustomization.yaml").is_file()))
         if overlays_dir.is_dir()
         else (),
     )
+
+
+def _secrets(data: dict[str, Any], path: Path, parameters: dict[str, ParameterSpec]) -> tuple[GeneratedSecret, ...]:
+    """``secrets:``: the Secrets kfctl generates at the first apply (see docs/catalog.md). Malformed: ConfigError."""
+    raw = data.get("secrets") or []
+    if not isinstance(raw, list):
+        raise ConfigError(f"{path}: secrets must be a list of Secrets to generate")
+    out: list[GeneratedSecret] = []
+    for i, s in enumerate(raw):
+        where = f"{path}: secrets[{i}]"
+        if not isinstance(s, dict) or not isinstance(s.get("name"), str) or not SECRET_NAME.match(s["name"]):
+            raise ConfigError(f"{where}: needs a name, a Secret's name (lowercase letters, digits, '-', '.')")
+        unknown = sorted(set(s) - {"name", "description", "keys", "protects", "parameter", "fixedName"})
+        if unknown:
+            raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)}")
+        keys = s.get("keys")
+        if not isinstance(keys, dict) or not keys:
+            raise ConfigError(f"{where}.keys: must map each key of the Secret to {{length, alphabet}} or {{value}}")
+        parameter = str(s.get("parameter") or "")
+        if parameter:
+            spec = parameters.get(parameter)
+            if spec is None or spec.type != "string" or spec.default != s["name"]:
+                raise ConfigError(
+                    f"{where}.parameter: {parameter!r} must be a string parameter of this component whose default is "
+                    f"{s['name']!r} (the name the base YAML references)"
+                )
+            if not spec.targets and not s.get("fixedName"):
+                raise ConfigError(f"{where}.parameter: {parameter!r} has no targets to rewrite the references with")
+        out.append(
+            GeneratedSecret(
+                name=s["name"],
+                description=str(s.get("description", "")).strip(),
+                keys=tuple(_secret_key(f"{where}.keys.{k}", k, v) for k, v in keys.items()),
+                protects=str(s.get("protects") or ""),
+                parameter=parameter,
+                fixed_name=str(s.get("fixedName") or "").strip(),
+            )
+        )
+    return tuple(out)
+
+
+def _secret_key(where: str, name: Any, spec: Any) -> SecretKey:
+    if not isinstance(name, str) or not name or not isinstance(spec, dict):
+        raise ConfigError(f"{where}: must be {{length: N, alphabet: NAME}} or {{value: TEXT}}")
+    if "value" in spec:
+        if set(spec) != {"value"} or not isinstance(spec["value"], str):
+            raise ConfigError(f"{where}: a fixed key is {{value: TEXT}} alone (text that is not secret, a user name)")
+        return SecretKey(name, value=spec["value"])
+    length, alphabet = spec.get("length"), spec.get("alphabet", "alphanumeric")
+    low, high = SECRET_LENGTHS
+    if set(spec) - {"length", "alphabet"} or not isinstance(length, int) or not low <= length <= high:
+        raise ConfigError(f"{where}: length must be an integer from {low} to {high}, got {length!r}")
+    if alphabet not in ALPHABETS:
+        raise ConfigError(f"{where}: alphabet must be one of {', '.join(ALPHABETS)}, got {alphabet!r}")
+    return SecretKey(name, length=length, alphabet=alphabet)
 
 
 def _kubernetes_range(data: dict[str, Any], path: Path) -> tuple[str, str] | None:

@@ -37,6 +37,10 @@ def _component_text(catalog: Catalog, name: str) -> tuple[dict[str, Any], str]:
         "platforms": list(c.platforms),
         "overlays": list(c.overlays),
         "parameters": [_param(p) for p in c.parameters.values()],
+        "secrets": [
+            {"name": s.name, "keys": list(s.key_names), "protects": s.protects, "parameter": s.parameter}
+            for s in c.secrets
+        ],
         "health": c.health,
     }
     lines = [
@@ -46,6 +50,9 @@ def _component_text(catalog: Catalog, name: str) -> tuple[dict[str, Any], str]:
         f"  platforms:  {', '.join(c.platforms) or 'all'}",
         *_parameter_lines(c.parameters),
     ]
+    for s in c.secrets:
+        bring = f"; bring your own with {s.parameter}" if s.parameter else ""
+        lines.append(f"  generated Secret {s.name} (keys {', '.join(s.key_names)}){bring}")
     if c.health:
         lines.append(f"  health: {' '.join(c.health.split())}")
     return data, "\n".join(lines)

@@ -17,7 +17,11 @@ from kfctl.cli.target import kfdef_target, resolve_kfdef
 
 @click.command()
 @kfdef_target
-@click.option("--delete-storage", is_flag=True, help="Also delete PersistentVolumeClaims/PVs (data is lost).")
+@click.option(
+    "--delete-storage",
+    is_flag=True,
+    help="Also delete PersistentVolumeClaims/PVs (data is lost) and the generated Secrets that open their data.",
+)
 @click.option("--force", is_flag=True, help="Delete even from a cluster other than the one applied to.")
 @click.option(
     "--force-namespaces",
@@ -52,11 +56,11 @@ def delete(
 
     Webhooks and API services go first, custom resources while their controllers still run,
     then CRDs, workloads, RBAC, namespaces last; each phase waits until its objects are gone and
-    names objects stuck on finalizers. PVCs (and the namespaces holding them) stay unless
-    --delete-storage; namespaces holding objects kfctl did not apply (named in the output) stay
-    unless --force-namespaces; objects kfctl adopted rather than created (apply --adopt: a Helm
-    release's, a namespace that existed before) stay unless --delete-adopted. Only objects still
-    carrying kfctl's label and UID are touched.
+    names objects stuck on finalizers. PVCs (and the namespaces holding them, and the generated
+    Secrets that open their data) stay unless --delete-storage; namespaces holding objects kfctl
+    did not apply (named in the output) stay unless --force-namespaces; objects kfctl adopted
+    rather than created (apply --adopt: a Helm release's, a namespace that existed before) stay
+    unless --delete-adopted. Only objects still carrying kfctl's label and UID are touched.
 
     \b
     Examples:

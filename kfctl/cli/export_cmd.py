@@ -27,7 +27,11 @@ from kfctl.cli.target import kfdef_target, resolve_kfdef
 )
 @click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Write files here.")
 @click.option("--namespace", default=None, help="Namespace of the exported objects [default: argocd / flux-system].")
-@click.option("--prune", is_flag=True, help="Let Argo CD / Flux delete objects removed from git (off by default).")
+@click.option(
+    "--prune",
+    is_flag=True,
+    help="Let Argo CD / Flux delete objects removed from git (off by default); CRDs, Namespaces, PVs, PVCs are kept.",
+)
 @click.option("--interval", default="10m", show_default=True, help="Flux reconcile interval.")
 @global_options
 def export_cmd(
@@ -47,8 +51,11 @@ def export_cmd(
     Each object builds APPDIR/kustomize/<app>/ from your git repository (run `kfctl generate`
     and commit its output first). Install order follows the component graph: Argo CD sync waves
     (they order Applications synced by a parent app-of-apps), Flux dependsOn with wait: true.
-    Prune is off unless --prune. Output is deterministic; with --output-dir, one file per object
-    plus a kustomization.yaml, and stale files of an earlier export are removed.
+    An application whose own webhooks admit some of its objects comes in two parts, <app> and
+    <app>-admitted after it, so that its webhook's backend can always be applied first. Prune is
+    off unless --prune; with it, CRDs, Namespaces, PVs and PVCs are kept as kfctl apply keeps them.
+    Output is deterministic; with --output-dir, one file per object plus a kustomization.yaml,
+    and stale files of an earlier export are removed.
 
     \b
     Examples:

@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "delete": ("kfctl.cli.delete_cmd", "delete"),
     "check": ("kfctl.cli.check_cmd", "check"),
     "migrate": ("kfctl.cli.migrate_cmd", "migrate_cmd"),
+    "secrets": ("kfctl.cli.secrets_cmd", "secrets"),
 }
 
 

@@ -40,6 +40,7 @@ _ALWAYS = {
     "Stuck",
     "Retrying",
     "Skipped",
+    "Generated",
 }
 _STYLE = {
     "Failed": "bold red",
@@ -56,12 +57,13 @@ _STYLE = {
     "Deleted": "magenta",
     "Kept": "blue",
     "Skipped": "blue",
+    "Generated": "cyan",
 }
 
 
 # On a terminal the live view shows progress per application; of the per-object lines only these, which a
 # person should not miss, are printed above it without -v.
-_NOTABLE = {"Corrected", "Adopted", "Recreated", "Failed", "Blocked", "Pruned", "Kept", "Stuck"}
+_NOTABLE = {"Corrected", "Adopted", "Recreated", "Failed", "Blocked", "Pruned", "Kept", "Stuck", "Generated"}
 _BOARD_STYLE = {"ready": "green", "deleted": "green", "failed": "bold red", "blocked": "red", "stuck": "red"}
 
 

@@ -43,7 +43,13 @@ def status(app_dir: Path | None, kfdef_file: Path | None, show_all: bool) -> Non
         lines.append("OBJECT" + " " * 60 + "STATE        DETAIL")
         for o in shown:
             lines.append(f"{o.key!s:<66} {o.health.state:<12} {o.health.message}")
+    if report.secrets:
+        lines.append("")
+        lines.append("SECRET" + " " * 44 + "SOURCE     STATE        KEYS")
+        for sec in report.secrets:
+            lines.append(f"{sec.namespace + '/' + sec.name:<49} {sec.source:<10} {sec.state:<12} {sec.summary()}")
     emit(opts, report.as_dict(), "\n".join(lines))
     if not report.healthy:
         bad = sum(1 for o in report.objects if not o.health.ready)
-        raise HealthError(f"{bad} object(s) are not healthy")
+        missing = [f"{s.namespace}/{s.name} {s.state}" for s in report.secrets if not s.ok]
+        raise HealthError(f"{bad} object(s) are not healthy" + (f"; Secret(s) {', '.join(missing)}" if missing else ""))

@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from kfctl import yamlio
-from kfctl.catalog.model import REMOVED_COMPONENTS, Catalog, ParameterSpec
+from kfctl.catalog.model import REMOVED_COMPONENTS, Catalog, ParameterSpec, secret_reference_problem
 from kfctl.config.located import Located, format_path, load_located
 from kfctl.config.located import Path as FieldPath
 from kfctl.config.model import (
@@ -563,6 +563,10 @@ class _Validator:
             ok, value = coerce(item["value"], spec, text=self.p.doc.plain_text.get((*path, "value")))
             if not ok:
                 self.p.add((*path, "value"), f'parameter "{pname}" must be {spec.type}, got {item["value"]!r}')
+                continue
+            problem = secret_reference_problem(self.catalog.components[component], pname, value) if component else None
+            if problem:
+                self.p.add((*path, "value"), problem)
                 continue
             values[pname] = value
         for pname, spec in sorted(declared.items()):

@@ -29,6 +29,7 @@ EventType = Literal[
     "Skipped",
     "Inventory",
     "Planned",
+    "Generated",  # a generated Secret's keys were drawn at random (never their values)
 ]
 
 

@@ -21,6 +21,10 @@ PART_OF = "applyset.kubernetes.io/part-of"
 APP_LABEL = "kfctl.kubeflow.org/app"  # the KfDef's name
 APPLICATION_LABEL = "kfctl.kubeflow.org/application"  # the application inside it
 HASH_ANNOTATION = "kfctl.kubeflow.org/applied-hash"
+# On a Secret kfctl generates (kfctl.secrets): the keys it drew at random, and the PersistentVolumeClaim (same
+# namespace) whose data the values open — delete and prune keep the Secret as long as they keep that claim.
+GENERATED_ANNOTATION = "kfctl.kubeflow.org/generated-keys"
+PROTECTS_ANNOTATION = "kfctl.kubeflow.org/protects-claim"
 
 
 def content_hash(obj: Mapping[str, Any]) -> str:
@@ -59,3 +63,10 @@ def desired_hash(obj: Mapping[str, Any]) -> str:
 
 def owned_by(live: Mapping[str, Any], applyset_id: str) -> bool:
     return ((live.get("metadata") or {}).get("labels") or {}).get(PART_OF) == applyset_id
+
+
+def protected_claim(live: Mapping[str, Any]) -> str:
+    """The PersistentVolumeClaim whose data a generated Secret's values open ("" for any other object)."""
+    if live.get("kind") != "Secret":
+        return ""
+    return str(((live.get("metadata") or {}).get("annotations") or {}).get(PROTECTS_ANNOTATION) or "")

@@ -45,6 +45,9 @@ class Owner:
 
     description: str
     marked: bool
+    # The GitOps engine that reconciles the object from git ("Flux", "Argo CD"), "" for any other owner: applying
+    # or adopting its objects would have kfctl and the engine keep writing them, so the refusal says so.
+    engine: str = ""
 
 
 @dataclass(frozen=True)
@@ -79,13 +82,13 @@ def owner_of(obj: Mapping[str, Any]) -> Owner:
         where = f"{notes[HELM_NAMESPACE]}/" if notes.get(HELM_NAMESPACE) else ""
         return Owner(f"Helm release {where}{release}", True)
     if notes.get(ARGOCD_TRACKING):
-        return Owner(f"Argo CD application {str(notes[ARGOCD_TRACKING]).split(':', 1)[0]}", True)
+        return Owner(f"Argo CD application {str(notes[ARGOCD_TRACKING]).split(':', 1)[0]}", True, "Argo CD")
     if tags.get(ARGOCD_CUSTOM_LABEL):
-        return Owner(f"Argo CD application {tags[ARGOCD_CUSTOM_LABEL]}", True)
+        return Owner(f"Argo CD application {tags[ARGOCD_CUSTOM_LABEL]}", True, "Argo CD")
     for name_label, ns_label, what in FLUX_OWNERS:
         if tags.get(name_label):
             where = f"{tags[ns_label]}/" if tags.get(ns_label) else ""
-            return Owner(f"{what} {where}{tags[name_label]}", True)
+            return Owner(f"{what} {where}{tags[name_label]}", True, "Flux")
     if tags.get(KAPP_APP):
         return Owner(f"kapp app ({KAPP_APP}={tags[KAPP_APP]})", True)
     if tags.get(labels.PART_OF):

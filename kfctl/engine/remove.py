@@ -247,6 +247,17 @@ def _protected(ctx: _Context, key: ObjectKey, m: Member, live: Obj) -> str:
             )
     if gk in rules.STORAGE_KINDS and not options.storage:
         return f"storage is kept without {options.storage_flag}"
+    # A generated database password: deleting it while the data stays would lock the data away for good.
+    claim = labels.protected_claim(live)
+    if (
+        claim
+        and not options.storage
+        and ctx.call(lambda: cluster.get("v1", "PersistentVolumeClaim", namespace=key.namespace, name=claim))
+    ):
+        return (
+            f"holds the credentials of the data in PersistentVolumeClaim {key.namespace}/{claim}, which is kept; "
+            f"kept without {options.storage_flag}"
+        )
     return ""
 
 

@@ -1,0 +1,144 @@
+"""B8: time to all-Ready of the default kind platform, `kfctl apply` against Flux reconciling `kfctl export`.
+
+The platform is `kfctl init --platform kind` (the default components: cert-manager, common, training-operator,
+katib, kserve, notebook-controller, pipelines), generated once before any timing. Per run, fresh clusters in
+an order that rotates from run to run:
+
+- kfctl: `kfctl apply APPDIR --skip-generate` (dependency order, waits until every object is healthy,
+  creates the generated Secrets, writes its inventory), wall seconds of the process.
+- Flux: the export (`kfctl export --format flux --prune`) and the app directory committed to a git repository
+  on 127.0.0.1 (e2e/gitserver.py); Flux's real source-controller and kustomize-controller (e2e/build-binaries
+  --flux) running against the cluster with its CRDs installed (untimed); then timed, what a user does: apply
+  the GitRepository, once it has fetched apply the parent Kustomization that syncs the export (as `flux
+  bootstrap` makes one), run `kfctl secrets apply` once the kubeflow namespace exists, until every
+  Kustomization is Ready (each waits for its dependsOn and for its objects' health, `wait: true`). With Flux's
+  default `--requeue-dependency=30s`, and again with 5s (a Kustomization whose dependencies are not Ready
+  looks again only that often: it sets most of Flux's time).
+
+As in B1, the operators whose binaries e2e/build-binaries --operators built run for real (the process
+runtime), the rest are kwok's simulated pods; what cert-manager would do the stand-in does, on every cluster
+alike.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from benchlib import E2E, Samples, fresh_cluster, kfctl_argv, log, run_measured
+
+sys.path.insert(0, str(E2E))
+
+import flux_support
+import gitserver
+import kube_rest
+
+NAME = "bench"
+APP_PATH = f"clusters/{NAME}"
+EXPORT_PATH = f"flux/{NAME}"
+REQUEUE = {"flux": "30s", "flux-5s": "5s"}  # side → kustomize-controller --requeue-dependency
+
+
+@dataclass
+class GitopsFigures:
+    objects: int = 0
+    kustomizations: int = 0
+    kfctl: Samples = field(default_factory=Samples)
+    flux: Samples = field(default_factory=Samples)  # Flux's defaults
+    flux_fast: Samples = field(default_factory=Samples)  # --requeue-dependency=5s
+
+
+def prepare(root: Path, server: gitserver.GitServer) -> tuple[Path, flux_support.Repo, dict[str, Any]]:
+    """Init + generate + export the default kind platform into a repository the loopback server serves. Untimed."""
+    repo = flux_support.new_repo(root, server, "platform")
+    app = repo.work / APP_PATH
+    app.parent.mkdir(parents=True)
+    run_measured(kfctl_argv("init", str(app), "--platform", "kind")).check()
+    run_measured(kfctl_argv("generate", str(app))).check()
+    run_measured(
+        kfctl_argv(
+            "export", str(app), "--format", "flux", "--repo-url", repo.url, "--path", APP_PATH, "--prune",
+            "--output-dir", str(repo.work / EXPORT_PATH),
+        )
+    ).check()  # fmt: skip
+    repo.commit_and_push("platform", APP_PATH, EXPORT_PATH)
+    objects = sum(1 for p in (app / "rendered").glob("*.yaml") for o in yaml.safe_load_all(p.read_text()) if o)
+    names = [p.stem.removeprefix("kustomization-") for p in (repo.work / EXPORT_PATH).glob("kustomization-*.yaml")]
+    return app, repo, {"objects": objects, "kustomizations": names}
+
+
+def parent() -> str:
+    return json.dumps(
+        {
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+            "kind": "Kustomization",
+            "metadata": {"name": "platform-sync", "namespace": flux_support.NAMESPACE},
+            "spec": {
+                "interval": "10m",
+                "path": f"./{EXPORT_PATH}",
+                "prune": True,
+                "sourceRef": {"kind": "GitRepository", "name": NAME},
+            },
+        }
+    )
+
+
+def flux_install(kc: str, app: Path, repo: flux_support.Repo, names: list[str], work: Path, requeue: str) -> float:
+    """Flux's controllers and CRDs set up (untimed), then the user's steps until every Kustomization is Ready."""
+    flux_support.install_crds(kc)
+    api = kube_rest.Client(kc)
+    try:
+        with flux_support.run_flux(kc, work, requeue_dependency=requeue) as flux:
+            source = (repo.work / EXPORT_PATH / f"gitrepository-{NAME}.yaml").read_text()
+            start = time.perf_counter()
+            flux_support.kubectl(kc, "apply", "--server-side", "-f", "-", stdin=source)
+            _until(lambda: flux_support.is_ready(api.get(f"{flux_support.GITREPOSITORIES}/{NAME}") or {}), 120)
+            flux_support.kubectl(kc, "apply", "--server-side", "-f", "-", stdin=parent())
+            _until(lambda: api.get("/api/v1/namespaces/kubeflow") is not None, 300)
+            run_measured(kfctl_argv("secrets", "apply", str(app), "--kubeconfig", kc)).check()
+            flux_support.wait_all_ready(api, ["platform-sync", *names], timeout=1200, flux=flux)
+            return time.perf_counter() - start
+    finally:
+        api.close()
+
+
+def _until(check: Any, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out after {timeout:.0f} s")
+        time.sleep(0.2)
+
+
+def measure(root: Path, *, runs: int) -> GitopsFigures:
+    bin_dir = flux_support.flux_bin_dir()
+    missing = [b for b in flux_support.BINARIES if not (bin_dir / b).is_file()]
+    if missing:
+        raise SystemExit(f"B8 needs Flux's {', '.join(missing)} in {bin_dir}: run e2e/build-binaries --flux")
+    figs = GitopsFigures()
+    served = root / "gitops" / "served"
+    served.mkdir(parents=True)
+    with gitserver.serve(served) as server:
+        app, repo, info = prepare(root / "gitops", server)
+        figs.objects, figs.kustomizations = info["objects"], len(info["kustomizations"])
+        log(f"B8: default kind platform, {figs.objects} objects, {figs.kustomizations} Kustomizations")
+        sides = ["kfctl", "flux", "flux-5s"]
+        for i in range(runs):
+            for side in sides[i % len(sides) :] + sides[: i % len(sides)]:
+                with fresh_cluster(f"b8-{side}") as kc:
+                    if side == "kfctl":
+                        argv = kfctl_argv("apply", str(app), "--skip-generate", "-o", "json", "--kubeconfig", kc)
+                        figs.kfctl.add(run_measured(argv).check().seconds)
+                        log(f"run {i + 1}: kfctl apply {figs.kfctl.values[-1]:.1f}s")
+                    else:
+                        with tempfile.TemporaryDirectory(prefix="kfctl-bench-flux-") as work:
+                            seconds = flux_install(kc, app, repo, info["kustomizations"], Path(work), REQUEUE[side])
+                        (figs.flux if side == "flux" else figs.flux_fast).add(seconds)
+                        log(f"run {i + 1}: {side} {seconds:.1f}s")
+    return figs

@@ -1,0 +1,242 @@
+"""Helpers for the GitOps e2e tests and bench B8 (no tests here): Flux's real controllers as processes against a
+cluster, their CRDs, a git repository on 127.0.0.1 holding a kfctl app directory and its export, and what the
+Kustomizations say (conditions, inventories).
+
+The controllers are the binaries `e2e/build-binaries --flux` builds from Flux's Go modules, run as plain
+processes with the cluster's admin kubeconfig (as Flux's own Deployments run with a cluster-admin
+ServiceAccount), not as pods: kfctl never installs Flux, so there is no Deployment of it for the process
+runtime to run. Everything they open is on 127.0.0.1: leader election off, metrics and health on loopback
+ports, no event forwarding (`--events-addr` empty: events go to the API server only), and the
+source-controller's artifact server, from which the kustomize-controller downloads each revision, on
+127.0.0.1:<port> with its storage in the test's directory. Each process is recorded with its start time in a
+state.json of its own (e2e/localcluster's Proc/State), so it is stopped by its pid, never by name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import gitserver
+import localcluster
+import pytest
+
+E2E_DIR = Path(__file__).resolve().parent
+CRDS = (E2E_DIR / "crds" / "flux-source-controller.yaml", E2E_DIR / "crds" / "flux-kustomize-controller.yaml")
+CRD_NAMES = (
+    "buckets.source.toolkit.fluxcd.io",
+    "gitrepositories.source.toolkit.fluxcd.io",
+    "helmcharts.source.toolkit.fluxcd.io",
+    "helmrepositories.source.toolkit.fluxcd.io",
+    "ocirepositories.source.toolkit.fluxcd.io",
+    "kustomizations.kustomize.toolkit.fluxcd.io",
+)
+NAMESPACE = "flux-system"
+BINARIES = ("source-controller", "kustomize-controller")
+KUSTOMIZATIONS = "/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/flux-system/kustomizations"
+GITREPOSITORIES = "/apis/source.toolkit.fluxcd.io/v1/namespaces/flux-system/gitrepositories"
+FLUX_NAME_LABEL = "kustomize.toolkit.fluxcd.io/name"
+
+
+def flux_bin_dir() -> Path:
+    """Where `e2e/build-binaries --flux` puts the controllers (KFCTL_E2E_FLUX_DIR overrides)."""
+    override = os.environ.get("KFCTL_E2E_FLUX_DIR")
+    if override:
+        return Path(override)
+    printed = subprocess.run(
+        [str(E2E_DIR / "build-binaries"), "--print-flux-dir"], check=True, capture_output=True, text=True
+    )
+    return Path(printed.stdout.strip().splitlines()[-1])
+
+
+def require_flux_binaries() -> Path:
+    """The Flux bin dir; fails the test (never skips) when a controller is missing, naming the fix."""
+    bin_dir = flux_bin_dir()
+    missing = [b for b in BINARIES if not (bin_dir / b).is_file()]
+    if missing:
+        pytest.fail(
+            f"no Flux controllers ({', '.join(missing)}) in {bin_dir}: run `e2e/build-binaries --flux` "
+            "(make setup does)",
+            pytrace=False,
+        )
+    return bin_dir
+
+
+def kubectl(kubeconfig: str, *args: str, stdin: str | None = None, timeout: float = 300) -> str:
+    """The kubectl e2e/build-binaries built (the cluster's version) on PATH; its stdout, or AssertionError."""
+    argv = ["kubectl", "--kubeconfig", kubeconfig, *args]
+    proc = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=timeout, check=False)
+    if proc.returncode != 0:
+        raise AssertionError(f"kubectl {' '.join(args)} exited {proc.returncode}: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def install_crds(kubeconfig: str) -> None:
+    """Flux's generated CRDs (e2e/crds/), Established, and the flux-system namespace."""
+    kubectl(kubeconfig, "apply", "--server-side", "--field-manager=kfctl-e2e", *(f"-f={p}" for p in CRDS))
+    kubectl(kubeconfig, "wait", "--for=condition=Established", "--timeout=60s", *(f"crd/{n}" for n in CRD_NAMES))
+    kubectl(kubeconfig, "apply", "--server-side", "--field-manager=kfctl-e2e", "-f", "-", stdin=_namespace())
+
+
+def _namespace() -> str:
+    return f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {NAMESPACE}\n"
+
+
+@dataclass
+class Flux:
+    """Flux's two controllers, running; ``state`` records their pids (stopped by ``stop``)."""
+
+    state: localcluster.State
+    logs: dict[str, Path]
+
+    def log_tail(self, lines: int = 40) -> str:
+        return "\n".join(f"--- {name}:\n{localcluster.tail(str(path), lines)}" for name, path in self.logs.items())
+
+    def alive(self) -> bool:
+        return all(localcluster.alive(p) for p in self.state.procs)
+
+    def non_loopback_sockets(self) -> list[str]:
+        return localcluster.non_loopback_sockets(self.state)
+
+
+def _ready(url: str) -> bool:
+    with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=2) as r:
+        return bool(r.status == 200)
+    return False
+
+
+@contextlib.contextmanager
+def run_flux(kubeconfig: str, workdir: Path, *, requeue_dependency: str = "30s") -> Iterator[Flux]:
+    """Start source-controller and kustomize-controller against ``kubeconfig``; stop both when the block ends.
+
+    ``requeue_dependency`` is how long a Kustomization whose dependsOn is not Ready yet waits before it looks
+    again (kustomize-controller's --requeue-dependency; Flux's default is 30s): it is what orders the
+    applications, and most of the time Flux takes beyond the applies themselves."""
+    bin_dir = require_flux_binaries()
+    (workdir / "artifacts").mkdir(parents=True, exist_ok=True)  # the artifact server's storage must exist
+    state = localcluster.State(backend="flux", state_dir=str(workdir), kubeconfig=kubeconfig)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(workdir),
+        "KUBECONFIG": kubeconfig,
+        "RUNTIME_NAMESPACE": NAMESPACE,  # where Flux's controllers would run; their events' namespace
+    }
+    ports = {
+        name: localcluster.free_port() for name in ("sc-metrics", "sc-health", "sc-storage", "kc-metrics", "kc-health")
+    }
+    state.ports = ports
+    common = ["--enable-leader-election=false", "--events-addr=", "--log-level=info"]
+    storage = f"127.0.0.1:{ports['sc-storage']}"
+    argv = {
+        "source-controller": [
+            *common,
+            f"--metrics-addr=127.0.0.1:{ports['sc-metrics']}",
+            f"--health-addr=127.0.0.1:{ports['sc-health']}",
+            f"--storage-path={workdir / 'artifacts'}",
+            f"--storage-addr={storage}",
+            f"--storage-adv-addr={storage}",
+        ],
+        "kustomize-controller": [
+            *common,
+            f"--metrics-addr=127.0.0.1:{ports['kc-metrics']}",
+            f"--health-addr=127.0.0.1:{ports['kc-health']}",
+            f"--requeue-dependency={requeue_dependency}",
+        ],
+    }
+    health = {"source-controller": ports["sc-health"], "kustomize-controller": ports["kc-health"]}
+    flux = Flux(state, {})
+    try:
+        for name in BINARIES:
+            proc = localcluster.spawn(state, name, [str(bin_dir / name), *argv[name]], env=env)
+            flux.logs[name] = Path(proc.log)
+        for name in BINARIES:
+            localcluster.wait_for(
+                f"Flux's {name} to be ready",
+                lambda n=name: _ready(f"http://127.0.0.1:{health[n]}/readyz"),  # type: ignore[misc]
+                timeout=60,
+                procs=state.procs,
+            )
+        yield flux
+    finally:
+        localcluster.stop_procs(state.procs)
+
+
+# --- the loopback git repository -------------------------------------------------------------------------------
+
+
+@dataclass
+class Repo:
+    """A working copy whose pushes go to a bare repository the loopback git server serves."""
+
+    work: Path
+    url: str
+
+    def commit_and_push(self, message: str, *paths: str) -> str:
+        """`git add` the paths (relative to the working copy), commit, push main; the new commit's hash."""
+        gitserver.git("add", "--all", "--", *paths, cwd=self.work)
+        gitserver.git("commit", "--quiet", "--allow-empty", "-m", message, cwd=self.work)
+        gitserver.git("push", "--quiet", self.url, "main", cwd=self.work)
+        return gitserver.git("rev-parse", "HEAD", cwd=self.work).strip()
+
+
+def new_repo(root: Path, server: gitserver.GitServer, name: str) -> Repo:
+    gitserver.init_bare(root / "served", name)
+    work = root / "work"
+    work.mkdir(parents=True)
+    gitserver.git("init", "--quiet", "--initial-branch=main", cwd=work)
+    return Repo(work, server.url(name))
+
+
+# --- what the Kustomizations say ---------------------------------------------------------------------------------
+
+
+def condition(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
+    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == kind), {})
+
+
+def is_ready(obj: Mapping[str, Any]) -> bool:
+    return condition(obj, "Ready").get("status") == "True"
+
+
+def timestamp(value: str) -> float:
+    """An RFC 3339 timestamp of the API (second resolution) as seconds since the epoch."""
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+
+
+def inventory_keys(ks: Mapping[str, Any]) -> set[tuple[str, str, str, str]]:
+    """(group, kind, namespace, name) of each object a Kustomization applied, from status.inventory: Flux writes
+    each entry's id as <namespace>_<name>_<group>_<kind>, a ':' in the name as '__' (cli-utils' ObjMetadata)."""
+    out = set()
+    for entry in ((ks.get("status") or {}).get("inventory") or {}).get("entries") or []:
+        parts = str(entry["id"]).split("_")
+        name = "_".join(parts[1:-2]).replace("__", ":")
+        out.add((parts[-2], parts[-1], parts[0], name))
+    return out
+
+
+def wait_all_ready(api: Any, names: list[str], *, timeout: float, flux: Flux) -> dict[str, dict[str, Any]]:
+    """Poll until every named Kustomization is Ready; their objects. Fails naming the not-Ready ones' conditions
+    (and the controllers' log tails) on timeout."""
+    deadline = time.monotonic() + timeout
+    last: dict[str, dict[str, Any]] = {}
+    while True:
+        last = {k["metadata"]["name"]: k for k in api.list(KUSTOMIZATIONS)}
+        if all(n in last and is_ready(last[n]) for n in names):
+            return last
+        if time.monotonic() > deadline or not flux.alive():
+            waiting = {n: condition(last.get(n, {}), "Ready").get("message", "absent") for n in names}
+            pytest.fail(
+                f"Kustomizations not Ready after {timeout:.0f} s: "
+                + "; ".join(f"{n}: {m}" for n, m in waiting.items() if not is_ready(last.get(n, {})))
+                + f"\n{flux.log_tail()}",
+                pytrace=False,
+            )
+        time.sleep(1)

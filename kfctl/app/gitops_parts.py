@@ -1,0 +1,124 @@
+"""The parts `kfctl export` hands an application to a GitOps engine in: the objects the application's own
+webhooks admit come after the rest of it.
+
+Why: Flux (its server-side apply) and Argo CD (its sync) dry-run every object of an application before they
+apply any of it. Once an application's admission webhooks (failurePolicy Fail), CRD conversion webhooks or
+APIServices are registered, a dry run of an object they serve calls the application's own backend; while that
+backend is down the dry run fails, so nothing of the application is applied — not even the Deployment that
+would bring the backend back. Seen on Flux's real kustomize-controller (e2e/test_gitops_flux.py): KServe's
+controller scaled to 0, every reconciliation of its Kustomization failed with `ClusterServingRuntime/...
+dry-run failed ... failed calling webhook "clusterservingruntime.kserve-webhook-server.validator"`, and the
+controller was never scaled back. (On a first install the opposite happens: the engine applies custom
+resources before webhook configurations, so its own webhooks never see them.) kfctl apply orders these
+objects after the webhook's backend is ready (kfctl.plan); an engine only orders whole parts, so such an
+application becomes two: ``<app>`` without those objects, and ``<app>-admitted`` with only them, after it.
+
+Which objects: the plan's webhook, conversion and APIService edges from an object to a backend of the same
+application (a backend in another application is ordered by dependsOn already). This module only computes;
+it reads no cluster and writes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from kfctl.app.bundle import Bundle
+from kfctl.errors import UsageError
+from kfctl.objects import Obj, ObjectKey, key_of
+from kfctl.plan import rules
+
+ADMITTED = "-admitted"  # suffix of the part holding what the application's own webhooks admit
+_OWN_BACKEND_RULES = (rules.WEBHOOK, rules.CONVERSION, rules.APISERVICE)
+
+
+@dataclass(frozen=True)
+class Part:
+    name: str  # "<app>" or "<app>-admitted"
+    application: str
+    depends_on: tuple[str, ...]  # part names
+    drop: tuple[Obj, ...]  # the application's objects this part leaves out
+    keep: tuple[Obj, ...]  # the application's objects it applies
+
+
+def admitted_by_own_backends(bundle: Bundle) -> dict[str, frozenset[ObjectKey]]:
+    """Application → its objects a webhook, conversion webhook or APIService of the same application serves."""
+    plan = bundle.plan()
+    out: dict[str, set[ObjectKey]] = {}
+    for step in plan.objects():
+        for edge in plan.deps.get(step.id, ()):
+            if edge.rule in _OWN_BACKEND_RULES and plan.steps[edge.dependency].app == step.app and step.key:
+                out.setdefault(step.app, set()).add(step.key)
+    return {app: frozenset(keys) for app, keys in sorted(out.items())}
+
+
+def split(
+    deps: Mapping[str, Sequence[str]],
+    objects: Mapping[str, Sequence[Obj]],
+    admitted: Mapping[str, frozenset[ObjectKey]],
+) -> dict[str, Part]:
+    """The parts of every application: one, or two when its own backends admit some of its objects. A part
+    that depends on an application depends on both its parts. UsageError if a part's name is an application's."""
+    out: dict[str, Part] = {}
+    for app, needs in deps.items():
+        after = tuple(p for d in needs for p in ((d, d + ADMITTED) if admitted.get(d) else (d,)))
+        mine = tuple(objects.get(app, ()))
+        late = admitted.get(app, frozenset())
+        first = tuple(o for o in mine if key_of(o) not in late)
+        second = tuple(o for o in mine if key_of(o) in late)
+        out[app] = Part(app, app, after, second, first)
+        if late:
+            name = app + ADMITTED
+            if name in deps:
+                raise UsageError(
+                    f"application {name!r}: kfctl export names the second part of application {app!r} so",
+                    hint=f"rename application {name!r} in the KfDef",
+                )
+            out[name] = Part(name, app, (app,), first, second)
+    return dict(sorted(out.items()))
+
+
+def delete_patches(part: Part) -> list[dict[str, Any]]:
+    """Kustomize patches (target + `$patch: delete`) that leave ``part.drop`` out of its application's build:
+    one per kind when the part keeps nothing of that kind, else one per object (names are regular expressions
+    to kustomize, so they are escaped; kustomize anchors them)."""
+    kept_kinds = {(key_of(o).group, key_of(o).kind) for o in part.keep}
+    out: list[dict[str, Any]] = []
+    whole: set[tuple[str, str]] = set()
+    for obj in sorted(part.drop, key=key_of):
+        key = key_of(obj)
+        gk = (key.group, key.kind)
+        if gk in kept_kinds:
+            target = _target(key) | {"name": re.escape(key.name)}
+            if key.namespace:
+                target["namespace"] = re.escape(key.namespace)
+            out.append(_delete(obj, target, key.name))
+        elif gk not in whole:
+            whole.add(gk)
+            out.append(_delete(obj, _target(key), "any"))
+    return out
+
+
+def _target(key: ObjectKey) -> dict[str, str]:
+    return {"group": key.group, "kind": key.kind} if key.group else {"kind": key.kind}
+
+
+def _delete(obj: Obj, target: dict[str, str], name: str) -> dict[str, Any]:
+    patch = {
+        "$patch": "delete",
+        "apiVersion": obj.get("apiVersion"),
+        "kind": obj.get("kind"),
+        "metadata": {"name": name},
+    }
+    return {"patch": yaml.safe_dump(patch, sort_keys=False), "target": target}
+
+
+def rendered_objects(bundle: Bundle) -> dict[str, tuple[Obj, ...]]:
+    """Application → its rendered objects (the generated Secrets kfctl adds in the cluster are not in git, so
+    not in any part)."""
+    generated = bundle.generated_keys
+    return {app: tuple(o for o in objs if key_of(o) not in generated) for app, objs in bundle.objects_by_app}

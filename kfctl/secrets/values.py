@@ -1,0 +1,103 @@
+"""The data of each generated Secret as apply sends it: what the cluster holds already, plus the keys it lacks
+drawn at random (stdlib ``secrets``, a CSPRNG). Never overwrites a value: re-apply, upgrade and a reinstall
+after a delete that kept the volume all carry the password that matches the data.
+
+Values live in memory only: this module returns them to the caller that puts them into the object it applies,
+and keeps them out of ``repr`` so that no error message or log line can show them.
+"""
+
+from __future__ import annotations
+
+import base64
+import secrets
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from kfctl.catalog.model import ALPHABETS, SecretKey
+from kfctl.k8s.api import Cluster
+from kfctl.objects import Obj, ObjectKey, key_of
+from kfctl.secrets.declared import Declared
+
+# The fixed credentials kfctl's catalog shipped to every install before it generated them. An install made
+# then keeps them (they open its data); apply says so, by key, so that they get changed.
+FORMER_DEFAULTS = frozenset(
+    {
+        "kfp-default-mysql-password-change-me",
+        "kfp-default-access-key",
+        "kfp-default-secret-key-change-me",
+        "katib-default-mysql-password-change-me",
+    }
+)
+
+
+def draw(key: SecretKey) -> str:
+    """A fresh random value for ``key``: ``length`` characters of its alphabet, each chosen by the CSPRNG."""
+    alphabet = ALPHABETS[key.alphabet]
+    return "".join(secrets.choice(alphabet) for _ in range(key.length))
+
+
+@dataclass(frozen=True)
+class SecretValues:
+    """Per generated Secret, its data (base64, as the API stores it) and which keys were drawn in this run."""
+
+    data: Mapping[ObjectKey, Mapping[str, str]] = field(default_factory=dict, repr=False)
+    drawn: Mapping[ObjectKey, tuple[str, ...]] = field(default_factory=dict)  # random keys new in this run
+    fixed: Mapping[ObjectKey, tuple[str, ...]] = field(default_factory=dict)  # fixed keys (a user name) new in it
+    carried: Mapping[ObjectKey, tuple[str, ...]] = field(default_factory=dict)  # keys the cluster had
+    shared: Mapping[ObjectKey, tuple[str, ...]] = field(default_factory=dict)  # carried keys holding a former default
+    orphaned: Mapping[ObjectKey, str] = field(default_factory=dict)  # drawn, though the claim it protects exists
+
+
+def read_values(
+    cluster: Cluster, wanted: Iterable[Declared], *, make: Callable[[SecretKey], str] = draw
+) -> SecretValues:
+    """Reads each generated Secret; keeps every value it holds and draws (or sets, for a fixed key) the rest."""
+    data: dict[ObjectKey, dict[str, str]] = {}
+    drawn: dict[ObjectKey, tuple[str, ...]] = {}
+    fixed: dict[ObjectKey, tuple[str, ...]] = {}
+    carried: dict[ObjectKey, tuple[str, ...]] = {}
+    shared: dict[ObjectKey, tuple[str, ...]] = {}
+    orphaned: dict[ObjectKey, str] = {}
+    for secret in wanted:
+        if not secret.generated:
+            continue
+        live = cluster.get("v1", "Secret", namespace=secret.namespace, name=secret.name)
+        have = (live or {}).get("data") or {}
+        out: dict[str, str] = {}
+        for key in secret.spec.keys:
+            if key.name in have:
+                out[key.name] = str(have[key.name])
+                continue
+            text = key.value if key.value is not None else make(key)
+            out[key.name] = base64.b64encode(text.encode()).decode()
+        data[secret.key] = out
+        drawn[secret.key] = tuple(k.name for k in secret.spec.keys if k.name not in have and k.generated)
+        fixed[secret.key] = tuple(k.name for k in secret.spec.keys if k.name not in have and not k.generated)
+        carried[secret.key] = tuple(k for k in secret.spec.key_names if k in have)
+        shared[secret.key] = tuple(k for k in carried[secret.key] if _decoded(have[k]) in FORMER_DEFAULTS)
+        # Drawn while the data stays: the volume was initialised with values this install no longer has.
+        claim = secret.spec.protects
+        if (
+            drawn[secret.key]
+            and claim
+            and cluster.get("v1", "PersistentVolumeClaim", namespace=secret.namespace, name=claim) is not None
+        ):
+            orphaned[secret.key] = claim
+    return SecretValues(data, drawn, fixed, carried, shared, orphaned)
+
+
+def _decoded(value: object) -> str:
+    try:
+        return base64.b64decode(str(value)).decode()
+    except ValueError:  # not base64 (binascii.Error) or not UTF-8 (UnicodeDecodeError): no former default
+        return ""
+
+
+def with_data(prepared: Obj, values: SecretValues) -> Obj:
+    """A generated Secret as apply sends it: the planned object (labels and content hash already on it, so the
+    hash never depends on a value) with its data. Values not read first is kfctl's bug, never an empty Secret:
+    a server-side apply without the data would delete the keys kfctl applied before."""
+    key = key_of(prepared)
+    if key not in values.data:
+        raise RuntimeError(f"{key}: the generated Secret's values were not read before applying it")
+    return {**prepared, "data": dict(values.data[key])}
