@@ -10,7 +10,11 @@ rotates from run to run:
   the B3 no-op re-apply (its time and its write requests).
 - B1 peer, upstream kubeflow/manifests: `while ! kubectl apply --server-side --force-conflicts -f all.yaml;
   do sleep 20; done`, then `kubectl wait` for every CRD Established and every Deployment Available.
-- B6, on the kfctl side's cluster once installed: `kfctl check APPDIR` (each application's health, a dry-run
+- B6 peer, kapp (carvel.dev/kapp, built from its Go module by bench/build-kapp): `kapp deploy -a kf -f all.yaml
+  -y` (its default ordering — CRDs and Namespaces first — and its default waiting), then the same command again,
+  the B6' no-op re-deploy. Every cluster's API server writes an audit log: requests are counted there, by user
+  agent, the same way for kfctl and kapp (B7: kfctl's requests per object on a first apply).
+- B9, on the kfctl side's cluster once installed: `kfctl check APPDIR` (each application's health, a dry-run
   create per installed component through its webhooks); its peer is what a person would type for the same
   answers: `kubectl wait --for=condition=Available` of every Deployment of the bundle and one
   `kubectl create --dry-run=server` of the same samples (kfctl.check.samples), in the same namespaces.
@@ -32,10 +36,13 @@ from typing import Any
 
 import yaml
 from benchlib import (
+    AuditLog,
     Measured,
+    RequestCount,
     Samples,
     fresh_cluster,
     full_catalog_app,
+    kapp,
     kfctl_argv,
     kubectl,
     log,
@@ -63,8 +70,14 @@ class PlatformFigures:
     upstream_passes: list[int] = field(default_factory=list)
     upstream_first_errors: list[str] = field(default_factory=list)
     presorted: Samples = field(default_factory=Samples)  # B2 peer
-    check: Samples = field(default_factory=Samples)  # B6: kfctl check of the installed platform
-    check_peer: Samples = field(default_factory=Samples)  # B6 peer: kubectl wait + dry-run creates
+    kfctl_requests: list[RequestCount] = field(default_factory=list)  # B6/B7, from the audit log
+    reapply_requests: list[RequestCount] = field(default_factory=list)  # B6'
+    kapp: Samples = field(default_factory=Samples)  # B6 peer: kapp deploy to done
+    kapp_requests: list[RequestCount] = field(default_factory=list)
+    kapp_noop: Samples = field(default_factory=Samples)  # B6' peer: kapp deploy again, nothing changed
+    kapp_noop_requests: list[RequestCount] = field(default_factory=list)
+    check: Samples = field(default_factory=Samples)  # B9: kfctl check of the installed platform
+    check_peer: Samples = field(default_factory=Samples)  # B9 peer: kubectl wait + dry-run creates
     check_verdicts: list[str] = field(default_factory=list)
 
 
@@ -138,9 +151,24 @@ def presorted_install(kc: str, crds_yaml: Path, rest_yaml: Path, info: dict[str,
     return time.perf_counter() - start
 
 
-def kfctl_install(kc: str, app: Path, figs: PlatformFigures) -> None:
+def kapp_install(kc: str, all_yaml: Path, audit: AuditLog, figs: PlatformFigures) -> None:
+    """B6/B6' peer: kapp deploy of the same bytes with its defaults, then again with nothing changed."""
+    argv = [kapp(), "deploy", "-a", "kf", "-f", str(all_yaml), "-y", "--kubeconfig", kc]
+    first = run_measured(argv, timeout=1800).check()
+    mark = audit.mark()
+    again = run_measured(argv, timeout=1800).check()
+    figs.kapp.add(first.seconds)
+    figs.kapp_requests.append(audit.requests("kapp", until=mark))
+    figs.kapp_noop.add(again.seconds)
+    figs.kapp_noop_requests.append(audit.requests("kapp", since=mark))
+
+
+def kfctl_install(kc: str, app: Path, audit: AuditLog, figs: PlatformFigures) -> None:
     first = run_measured(kfctl_argv("apply", str(app), "--skip-generate", "-o", "json", "--kubeconfig", kc)).check()
+    mark = audit.mark()
     again = run_measured(kfctl_argv("apply", str(app), "--skip-generate", "-o", "json", "--kubeconfig", kc)).check()
+    figs.kfctl_requests.append(audit.requests("kfctl", until=mark))
+    figs.reapply_requests.append(audit.requests("kfctl", since=mark))
     figs.kfctl.add(first.seconds)
     figs.first_writes.append(int(first.summary().get("requests", {}).get("writes", -1)))
     events = [d for d in first.json_lines() if "event" in d]
@@ -154,7 +182,7 @@ def kfctl_install(kc: str, app: Path, figs: PlatformFigures) -> None:
 
 
 def samples_yaml(root: Path, components: list[str]) -> Path:
-    """The dry-run samples kfctl check sends for these components, as one file for the B6 peer. Katib's
+    """The dry-run samples kfctl check sends for these components, as one file for the B9 peer. Katib's
     Experiment is left out: it needs a namespace labelled for its metrics collector, which the bundle has
     not, so kubectl would stop at its denial (kfctl check warns and goes on)."""
     objects = [
@@ -169,7 +197,7 @@ def samples_yaml(root: Path, components: list[str]) -> Path:
 
 
 def check_both(kc: str, app: Path, samples: Path, info: dict[str, Any], figs: PlatformFigures) -> None:
-    """B6: kfctl check, then the peer, on the installed platform's cluster."""
+    """B9: kfctl check, then the peer, on the installed platform's cluster."""
     ours = run_measured(kfctl_argv("check", str(app), "-o", "json", "--kubeconfig", kc))
     if ours.code not in (0, 13):  # 13: warnings only (Katib's Experiment without a labelled namespace)
         ours.check()
@@ -181,23 +209,41 @@ def check_both(kc: str, app: Path, samples: Path, info: dict[str, Any], figs: Pl
     figs.check_peer.add(time.perf_counter() - start)
 
 
-def measure(root: Path, *, runs: int, with_b1: bool = True, with_b2: bool = True) -> PlatformFigures:
+def measure(
+    root: Path, *, runs: int, with_b1: bool = True, with_b2: bool = True, with_b6: bool = True, with_b9: bool = True
+) -> PlatformFigures:
     app, all_yaml, crds_yaml, rest_yaml, info = prepare_app(root)
     figs = PlatformFigures(objects=info["objects"], components=info["components"])
     samples = samples_yaml(root, info["components"])  # catalog applications are named after their component
     log(f"platform: {figs.objects} objects, components {', '.join(figs.components)}")
-    sides = ["kfctl", *(["upstream"] if with_b1 else []), *(["presorted"] if with_b2 else [])]
+    sides = [
+        "kfctl",
+        *(["upstream"] if with_b1 else []),
+        *(["presorted"] if with_b2 else []),
+        *(["kapp"] if with_b6 else []),
+    ]
     for i in range(runs):
         order = sides[i % len(sides) :] + sides[: i % len(sides)]
         for side in order:
-            with fresh_cluster(side) as kc:
+            audit = AuditLog()
+            with fresh_cluster(side, audit=audit) as kc:
                 if side == "kfctl":
-                    kfctl_install(kc, app, figs)
-                    log(f"run {i + 1}: kfctl {figs.kfctl.values[-1]:.1f}s, re-apply {figs.reapply.values[-1]:.1f}s")
-                    check_both(kc, app, samples, info, figs)
+                    kfctl_install(kc, app, audit, figs)
                     log(
-                        f"run {i + 1}: kfctl check {figs.check.values[-1]:.1f}s, "
-                        f"kubectl {figs.check_peer.values[-1]:.1f}s"
+                        f"run {i + 1}: kfctl {figs.kfctl.values[-1]:.1f}s ({figs.kfctl_requests[-1].total} requests), "
+                        f"re-apply {figs.reapply.values[-1]:.1f}s"
+                    )
+                    if with_b9:
+                        check_both(kc, app, samples, info, figs)
+                        log(
+                            f"run {i + 1}: kfctl check {figs.check.values[-1]:.1f}s, "
+                            f"kubectl {figs.check_peer.values[-1]:.1f}s"
+                        )
+                elif side == "kapp":
+                    kapp_install(kc, all_yaml, audit, figs)
+                    log(
+                        f"run {i + 1}: kapp {figs.kapp.values[-1]:.1f}s ({figs.kapp_requests[-1].total} requests), "
+                        f"no-op {figs.kapp_noop.values[-1]:.1f}s"
                     )
                 elif side == "upstream":
                     figs.upstream.add(upstream_install(kc, all_yaml, info, figs))

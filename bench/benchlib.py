@@ -49,6 +49,14 @@ def kubectl() -> str:
     return found
 
 
+def kapp() -> str:
+    """kapp, built from its Go module into the cache by bench/build-kapp (about a minute the first time)."""
+    out = subprocess.run([str(REPO / "bench" / "build-kapp")], capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f"bench/build-kapp failed:\n{out.stderr[-2000:]}")
+    return out.stdout.strip().splitlines()[-1]
+
+
 def kfctl_argv(*args: str) -> list[str]:
     return [str(VENV_BIN / "kfctl"), *args]
 
@@ -110,9 +118,14 @@ def run_measured(argv: Sequence[str], *, timeout: float = 1800, cwd: Path | None
 
 
 @contextlib.contextmanager
-def fresh_cluster(label: str) -> Iterator[str]:
-    """A new local control plane (etcd, apiserver, controllers, kwok, stand-in) for one measurement."""
+def fresh_cluster(label: str, *, audit: AuditLog | None = None) -> Iterator[str]:
+    """A new local control plane (etcd, apiserver, controllers, kwok, stand-in) for one measurement; with
+    ``audit``, its API server writes every request's metadata to ``audit.path``."""
     state = Path(tempfile.mkdtemp(prefix=f"kfctl-bench-{label}-"))
+    env = dict(os.environ)
+    if audit is not None:
+        audit.path = state / "audit.log"
+        env["KFCTL_E2E_AUDIT_LOG"] = str(audit.path)
     try:
         up = subprocess.run(
             [sys.executable, str(E2E / "cluster"), "up", "--state-dir", str(state / "c"), "--local"],
@@ -120,6 +133,7 @@ def fresh_cluster(label: str) -> Iterator[str]:
             text=True,
             timeout=900,
             check=False,
+            env=env,
         )
         if up.returncode != 0:
             raise RuntimeError(f"e2e/cluster up failed: {up.stderr[-2000:]}")
@@ -132,6 +146,51 @@ def fresh_cluster(label: str) -> Iterator[str]:
             check=False,
         )
         shutil.rmtree(state, ignore_errors=True)
+
+
+WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+
+
+@dataclass
+class RequestCount:
+    total: int = 0
+    writes: int = 0  # persisted writes; server-side dry runs are counted in total only
+    by_verb: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class AuditLog:
+    """The API server's audit log of a bench cluster: requests counted on the server, by user agent, the same
+    way for kfctl and its peers (each client's own count would not be comparable)."""
+
+    path: Path | None = None
+
+    def mark(self) -> int:
+        """The number of lines so far: count from here."""
+        if self.path is None or not self.path.exists():
+            return 0
+        with self.path.open("rb") as f:
+            return sum(1 for _ in f)
+
+    def requests(self, agent: str, *, since: int = 0, until: int | None = None) -> RequestCount:
+        """Requests whose User-Agent starts with ``agent`` (kfctl sends "kfctl"; kapp's client-go "kapp/…"),
+        logged from line ``since`` to line ``until`` (a ``mark()``); one per audit ID (a watch logs two stages)."""
+        assert self.path is not None
+        seen: dict[str, tuple[str, bool]] = {}
+        with self.path.open() as f:
+            for i, line in enumerate(f):
+                if i < since:
+                    continue
+                if until is not None and i >= until:
+                    break
+                e = json.loads(line)
+                if str(e.get("userAgent", "")).startswith(agent):
+                    seen.setdefault(e["auditID"], (e["verb"], "dryRun=" in str(e.get("requestURI", ""))))
+        out = RequestCount(total=len(seen))
+        for verb, dry in seen.values():
+            out.by_verb[verb] = out.by_verb.get(verb, 0) + 1
+            out.writes += verb in WRITE_VERBS and not dry
+        return out
 
 
 @dataclass
