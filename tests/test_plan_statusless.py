@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pytest
+from fakecluster import FakeCluster, established
 
+from kfctl.engine.probe import object_health
+from kfctl.k8s.api import Cluster
 from kfctl.objects import key_of
 from kfctl.plan.graph import build_plan, object_id
 from kfctl.plan.statusless import statusless_kinds
@@ -64,3 +67,23 @@ def test_the_plan_does_not_wait_for_them_and_still_waits_for_the_rest() -> None:
     # The CRD itself is still waited for (Established), and the custom resource still waits for it.
     assert plan.steps[object_id(key_of(objects[0]))].wait is True
     assert object_id(key_of(objects[0])) in {e.dependency for e in plan.deps[object_id(key_of(runtime))]}
+
+
+@pytest.mark.parametrize(
+    ("schema", "state", "message"),
+    [
+        (EMPTY_STATUS, "ready", "applied (its CRD has no status for a controller to report)"),
+        (SPEC_ONLY, "ready", "applied (its CRD has no status for a controller to report)"),
+        (CONDITIONS, "progressing", "waiting for its controller to report status"),
+    ],
+)
+def test_status_and_check_judge_a_fresh_one_as_apply_did(schema: dict[str, Any], state: str, message: str) -> None:
+    """`kfctl status` right after an apply sees the object inside the grace window; it must agree with apply,
+    which did not wait for it."""
+    cluster = FakeCluster()
+    definition = crd("Runtime", schema)
+    established(definition)
+    cluster.put(definition)
+    live = cluster.put({"apiVersion": "example.com/v1", "kind": "Runtime", "metadata": {"name": "r"}})
+    health = object_health(cast(Cluster, cluster), live)
+    assert (health.state, health.message) == (state, message)

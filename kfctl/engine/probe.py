@@ -8,14 +8,15 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from kfctl.health.model import Health, condition, explain, failed, progressing, ready
+from kfctl.health.model import Health, condition, explain, failed, progressing, ready, status_of
 from kfctl.health.pods import pod_problems
-from kfctl.health.registry import health_of
+from kfctl.health.registry import BUILTIN_GROUPS, health_of
 from kfctl.health.webhook import BackendFacts, webhook_backend
 from kfctl.k8s.api import ApiError, Cluster, NoKindMatch
 from kfctl.objects import Obj, ObjectKey
 from kfctl.plan.graph import ExternalCheck, WebhookBackend
 from kfctl.plan.selectors import to_query
+from kfctl.plan.statusless import holds_no_status
 
 DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
 WORKLOADS = frozenset({("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "DaemonSet"), ("batch", "Job")})
@@ -41,7 +42,27 @@ def object_health(cluster: Cluster, live: Obj) -> Health:
     wfc = False
     if live.get("kind") == "PersistentVolumeClaim" and (live.get("status") or {}).get("phase") != "Bound":
         wfc = _wait_for_first_consumer(cluster, live)
-    return health_of(live, age_seconds=age_seconds(live), wait_for_first_consumer=wfc)
+    health = health_of(live, age_seconds=age_seconds(live), wait_for_first_consumer=wfc)
+    if health.state == "progressing" and not status_of(live) and _kind_holds_no_status(cluster, live):
+        # apply does not wait for such kinds (plan.statusless); status and check must not either.
+        return ready("applied (its CRD has no status for a controller to report)")
+    return health
+
+
+def _kind_holds_no_status(cluster: Cluster, live: Obj) -> bool:
+    """Asked only of a fresh custom resource inside the grace window, so the extra read is rare."""
+    api_version = str(live.get("apiVersion", ""))
+    group = api_version.split("/", 1)[0] if "/" in api_version else ""
+    if group in BUILTIN_GROUPS:
+        return False
+    try:
+        res = cluster.resource_for_key(ObjectKey(group, str(live.get("kind", "")), "", ""))
+        crd = cluster.get(
+            "apiextensions.k8s.io/v1", "CustomResourceDefinition", namespace="", name=f"{res.plural}.{group}"
+        )
+    except (ApiError, NoKindMatch):
+        return False
+    return crd is not None and holds_no_status(crd)
 
 
 def _wait_for_first_consumer(cluster: Cluster, pvc: Obj) -> bool:

@@ -23,11 +23,16 @@ def statusless_kinds(objects: Iterable[Obj]) -> frozenset[tuple[str, str]]:
             "apiextensions.k8s.io/"
         ):
             continue
-        spec = obj.get("spec") or {}
-        versions = spec.get("versions") or []
-        if versions and not any(_can_hold_status(v) for v in versions):
+        if holds_no_status(obj):
+            spec = obj.get("spec") or {}
             out.add((str(spec.get("group", "")), str((spec.get("names") or {}).get("kind", ""))))
     return frozenset(out)
+
+
+def holds_no_status(crd: Mapping[str, Any]) -> bool:
+    """True when no version of this CRD can keep a status a controller writes (the API server prunes it)."""
+    versions = (crd.get("spec") or {}).get("versions") or []
+    return bool(versions) and not any(_can_hold_status(v) for v in versions)
 
 
 def _can_hold_status(version: Mapping[str, Any]) -> bool:
