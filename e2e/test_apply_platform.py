@@ -108,10 +108,16 @@ def test_fresh_apply_installs_every_component_healthy_in_one_pass(app_dir: Path,
     assert issued
     assert all(cm_backend < run.first("Created", s) for s in issued)
 
-    # Katib after the training operator was healthy.
-    operator_ready = run.first("Healthy", "Deployment.apps kubeflow/training-operator")
+    # Katib once the API the training operator serves is there (its CRDs Established): katib dependsOn it.
+    operator_api = [
+        e["ts"]
+        for e in run.events
+        if e.get("app") == "training-operator"
+        and e["event"] == "Healthy"
+        and e["subject"].startswith("CustomResourceDefinition.")
+    ]
     katib = [e["ts"] for e in run.events if e.get("app") == "katib" and e["event"] == "Created"]
-    assert katib and operator_ready < min(katib)
+    assert operator_api and katib and max(operator_api) < min(katib)
 
     status = kfctl("status", str(app_dir), kubeconfig=kubeconfig)
     assert status.code == 0, status.explain()

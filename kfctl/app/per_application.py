@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kfctl.engine.apply import ApplyResult
-from kfctl.plan.graph import Plan, application_id, external_id
+from kfctl.plan.graph import Plan, external_id
 
 
 @dataclass(frozen=True)
@@ -85,11 +85,11 @@ def application_rows(
 
 
 def _ready_at(result: ApplyResult, app: str, members: list[str]) -> float | None:
-    """When the application was ready: its step's moment (the plan has one when something waits for the
-    application, or when the cluster provides it), else its last object's, once all of them are ready."""
-    for sid in (application_id(app), external_id(app)):
-        if sid in result.ready_at:
-            return result.ready_at[sid]
+    """When the application was ready: its last object's moment, once all of them are ready; for one the
+    cluster provides, its check's. (Its ``application`` step is no guide: dependents wait only for the API it
+    serves, which is ready before its workloads are.)"""
+    if external_id(app) in result.ready_at:
+        return result.ready_at[external_id(app)]
     if members and all(sid in result.ready_at for sid in members):
         return max(result.ready_at[sid] for sid in members)
     return None

@@ -1,9 +1,10 @@
 """Build the apply plan: steps (objects plus virtual gates) and the edges between them.
 
 Three kinds of virtual steps exist besides objects: a *webhook backend* (ready when the Service a webhook
-calls has a ready endpoint, its CA is in place and its Deployment is Available), an *application* (ready
-when all its steps are ready; what ``dependsOn`` points at) and an *external* application's check (ready
-when the cluster serves its CRDs and the webhooks guarding them answer; nothing of it is applied).
+calls has a ready endpoint, its CA is in place and its Deployment is Available), an *application* (what
+``dependsOn`` points at: ready when the API the application serves is — its CRDs Established, its
+APIServices Available — or, when it serves none, when all its steps are) and an *external* application's
+check (ready when the cluster serves its CRDs and the webhooks guarding them answer; nothing is applied).
 The planner works offline, from the rendered objects alone; it never talks to the cluster.
 """
 
@@ -396,6 +397,12 @@ class _Builder:
 
     # --- applications ------------------------------------------------------------------------------------
     def _applications(self, steps: list[Step]) -> None:
+        """``dependsOn`` edges. A dependent waits for the API its dependency serves, not for all of it: what
+        the dependent actually needs of the other's running parts is already an edge of its own (a webhook
+        that admits its objects or pods waits for that webhook's backend; a Certificate for cert-manager's
+        webhook). Waiting for every workload of the dependency chained the operators' start-up times one
+        after another (cert-manager, then JobSet's controller, then Trainer's). An application that serves
+        no API (a database, a dashboard) is still waited for whole: ordering is all ``dependsOn`` can mean."""
         members: dict[str, list[Step]] = {}
         for step in self.plan.steps.values():
             members.setdefault(step.app, []).append(step)
@@ -407,8 +414,10 @@ class _Builder:
             app_steps[app.name] = s
             self.plan.steps[s.id] = s
             self.plan.deps[s.id] = []
-            for m in members.get(app.name, []):
-                self.edge(s, m, rules.APP_MEMBER)
+            mine = members.get(app.name, [])
+            api = [m for m in mine if m.key is not None and (m.key.group, m.key.kind) in rules.API_KINDS]
+            for m in api or mine:
+                self.edge(s, m, rules.APP_API if api else rules.APP_MEMBER)
         self.plan.hoisted = hoisted_steps(
             [
                 Need(s.id, s.app, e.dependency, e.rule)

@@ -6,14 +6,15 @@ of the bundle (its namespace's labels, the template's labels) and draws one of t
 
 - the workload waits for the backend (rule ``pod-webhook``), so its pods are created, and mutated, as soon as
   they can be; or, when that would be a cycle because the backend needs the workload (its own serving
-  Deployment; or a workload of an application the webhook's application ``dependsOn``),
+  Deployment; or a workload of an application the webhook's application ``dependsOn`` that serves no API),
 - the webhook configuration waits for the workload to be Available (rule ``admits-its-needs``).
 
 Upstream katib is the case in point: its pod mutator selects the ``kubeflow`` namespace, where katib's own
 controller and the training operator it depends on run. Registered first, it refuses the very pods that
 would serve it, for ever. (`kubectl apply` of a kustomize build escapes by accident: kustomize lists webhook
-configurations last.) A pod that must be recreated later still needs the backend; that is the webhook
-author's choice, and `kfctl status` shows it.
+configurations last.) The training operator's pods wait for katib's backend: katib's ``dependsOn`` waits only
+for the operator's CRDs, so that is no cycle. A pod that must be recreated later still needs the backend;
+that is the webhook author's choice, and `kfctl status` shows it.
 
 matchConditions (CEL) are not evaluated offline: a webhook is taken to admit what its rules and selectors
 match, which can only add order, never remove it.

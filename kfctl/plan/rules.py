@@ -47,7 +47,12 @@ BACKEND_CERT = EdgeRule(
     "backend", "the Certificate whose CA is injected (cert-manager.io/inject-ca-from) is Ready", False
 )
 BACKEND_CONFIG = EdgeRule("backend", "the webhook configuration is registered", order_only=True)
-APP_MEMBER = EdgeRule("member", "part of the application", order_only=False)
+APP_MEMBER = EdgeRule(
+    "member", "part of the application (it serves no API, so its dependents wait for all of it)", order_only=False
+)
+APP_API = EdgeRule("api", "the API the application serves (CRD Established, APIService Available)", order_only=False)
+# The kinds that make up an application's API: what its dependents' controllers watch and create.
+API_KINDS = frozenset({("apiextensions.k8s.io", "CustomResourceDefinition"), ("apiregistration.k8s.io", "APIService")})
 EXTERNAL_CRD = EdgeRule(
     "external", "the cluster serves its kind (an external application's CRDs, checked)", order_only=False
 )

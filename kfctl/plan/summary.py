@@ -17,7 +17,7 @@ from kfctl.plan.graph import Edge, Plan, topological_order
 from kfctl.plan.hoist import Hoist
 
 # Edges that are the application order itself, not a wait of one object for another.
-_APPLICATION_RULES = frozenset({rules.APP_MEMBER.name, rules.DEPENDS_ON.name})
+_APPLICATION_RULES = frozenset({rules.APP_MEMBER.name, rules.APP_API.name, rules.DEPENDS_ON.name})
 # The orderings of workloads around webhooks that admit their pods (kfctl.plan.podhooks).
 POD_WEBHOOK_RULES = frozenset({rules.POD_WEBHOOK.name, rules.ADMITS_ITS_NEEDS.name})
 

@@ -5,6 +5,7 @@ Tests snapshot this text; it says nothing of command-line flags, which are the C
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 from kfctl.plan import rules
@@ -28,7 +29,7 @@ def format_plan(plan: Plan) -> str:
         for sid in wave:
             step = plan.steps[sid]
             if step.kind == "application":
-                lines.append(f"  {sid} ready when all its objects are")
+                lines.append(f"  {sid} {application_gate(plan, sid)}")
                 continue
             if step.kind == "external" and step.external is not None:
                 what = (
@@ -43,7 +44,7 @@ def format_plan(plan: Plan) -> str:
             if sid in plan.copies:
                 lines.append(f"      applied once: identical copy in application {', '.join(plan.copies[sid])}")
             for edge in sorted(plan.deps.get(sid, []), key=lambda e: e.dependency):
-                if edge.rule.name == "member":
+                if edge.rule.name in ("member", "api"):
                     continue
                 verb = "after" if edge.rule.order_only else "waits for"
                 lines.append(f"      {verb} {edge.dependency}: {edge.rule.phrase}")
@@ -126,3 +127,16 @@ def hoisted_reason(app: str, hoist: Hoist) -> str:
         f"hoisted ahead of {app}'s dependsOn: {hoist.needed_by} [{hoist.needed_by_app}] needs it"
         f" ({hoist.rule.phrase}){more}"
     )
+
+
+def application_gate(plan: Plan, sid: str) -> str:
+    """When an application step is ready: the API it serves, or all of it (:mod:`kfctl.plan.graph`)."""
+    edges = plan.deps.get(sid, [])
+    if not any(e.rule.name == "api" for e in edges):
+        return "ready when all its objects are"
+    keys = [plan.steps[e.dependency].key for e in edges]
+    kinds = Counter(k.kind for k in keys if k is not None)
+    parts = [f"{kinds['CustomResourceDefinition']} CRD(s) Established"] if kinds["CustomResourceDefinition"] else []
+    if kinds["APIService"]:
+        parts.append(f"{kinds['APIService']} APIService(s) Available")
+    return f"ready when the API it serves is: {', '.join(parts)}"
