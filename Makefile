@@ -51,7 +51,7 @@ unit: $(BIN)/.installed
 	$(BIN)/pytest -m "not e2e"
 
 test: setup lint
-	$(BIN)/pytest
+	$(BIN)/pytest --durations=25
 
 clean:
 	rm -rf $(VENV) .work
