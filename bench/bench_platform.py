@@ -71,6 +71,9 @@ class PlatformFigures:
     upstream_first_errors: list[str] = field(default_factory=list)
     presorted: Samples = field(default_factory=Samples)  # B2 peer
     kfctl_requests: list[RequestCount] = field(default_factory=list)  # B6/B7, from the audit log
+    # B7: per first apply, seconds from a step's last dependency ready to its apply returning (median, max)
+    scheduling_median: Samples = field(default_factory=Samples)
+    scheduling_max: Samples = field(default_factory=Samples)
     reapply_requests: list[RequestCount] = field(default_factory=list)  # B6'
     kapp: Samples = field(default_factory=Samples)  # B6 peer: kapp deploy to done
     kapp_requests: list[RequestCount] = field(default_factory=list)
@@ -171,6 +174,10 @@ def kfctl_install(kc: str, app: Path, audit: AuditLog, figs: PlatformFigures) ->
     figs.reapply_requests.append(audit.requests("kfctl", since=mark))
     figs.kfctl.add(first.seconds)
     figs.first_writes.append(int(first.summary().get("requests", {}).get("writes", -1)))
+    latency = first.summary().get("schedulingLatency") or {}
+    if latency:
+        figs.scheduling_median.add(float(latency["median"]))
+        figs.scheduling_max.add(float(latency["max"]))
     events = [d for d in first.json_lines() if "event" in d]
     applied = [d["ts"] for d in events if d["event"] in ("Created", "Configured", "Unchanged")]
     # Events carry wall-clock stamps; the process took `seconds` and its last event came just before exit.

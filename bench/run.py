@@ -171,7 +171,9 @@ def main() -> int:
                         "B7 requests per object",
                         f"first apply: {Samples(per_object).describe()} "
                         f"({Samples([float(r.total) for r in p.kfctl_requests]).describe('{:.0f}')} requests)",
-                        f"writes {[r.writes for r in p.kfctl_requests]}; by verb {p.kfctl_requests[-1].by_verb}",
+                        f"writes {[r.writes for r in p.kfctl_requests]}; by verb {p.kfctl_requests[-1].by_verb}; "
+                        f"scheduling latency (last dependency ready → applied) median "
+                        f"{p.scheduling_median.describe('{:.3f}')} s, max {p.scheduling_max.describe('{:.3f}')} s",
                         "",
                         "≤ 1.3",
                         verdict(statistics.median(per_object) <= 1.3),

@@ -254,12 +254,12 @@ def load_kustomization(text: str) -> Any:
 def safe_load_all(text: str) -> list[Any]:
     """Every document of rendered output. Aliases may add at most ``MAX_NODES`` nodes to it; that is checked
     (one more pass over the events, ~40% of a load) only when the text defines an anchor at all."""
-    if _may_alias(text):
+    if may_alias(text):
         _scan(text, _LOADER, max_depth=None, max_nodes=MAX_NODES, aliases_only=True)
     return list(yaml.load_all(text, Loader=_LOADER))
 
 
-def _may_alias(text: str) -> bool:
+def may_alias(text: str) -> bool:
     """Whether ``text`` may define an anchor: without one, no alias resolves."""
     if "&" not in text:
         return False

@@ -3,19 +3,37 @@
 It is deliberately simple: apply replaces the object's spec (keeping status), kinds of a CRD are served
 only once the CRD is Established, and tests script everything else — statuses via ``on_apply`` hooks or
 ``set_status``, failures via ``fail``. Every request is counted like the real client counts them.
+
+Watches behave as the API server's do: every stored change gets a new resourceVersion and is sent to the open
+watches of its kind (ADDED, MODIFIED, DELETED); a watch from a version older than ``compact()`` left is
+answered 410 Gone; ``break_watches`` ends the open streams with an error and ``fail_watches`` scripts the
+next LIST/WATCH calls' errors. A test that edits ``objects`` in place bypasses all that, as a controller
+writing etcd directly would: watchers do not see it.
 """
 
 from __future__ import annotations
 
 import copy
 import itertools
+import queue
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from kfctl.k8s.api import Access, ApiError, ClusterInfo, NoKindMatch, RequestStats, Resource
+from kfctl.k8s.api import (
+    Access,
+    ApiError,
+    ClusterInfo,
+    Listed,
+    NoKindMatch,
+    RequestStats,
+    Resource,
+    WatchEvent,
+    WatchType,
+)
 from kfctl.objects import Obj, ObjectKey, group_of, key_of
 
 BUILTIN: dict[tuple[str, str], tuple[str, bool]] = {
@@ -85,6 +103,37 @@ def available(dep: Obj) -> None:
     }
 
 
+class FakeWatch:
+    """An open watch of one kind: the events after its resourceVersion, then live ones, until closed, broken
+    or ``timeout_seconds`` passed (the server ending it)."""
+
+    END = object()
+
+    def __init__(self, group: str, kind: str, namespace: str | None, timeout_seconds: int) -> None:
+        self.group, self.kind, self.namespace = group, kind, namespace
+        self.deadline = time.monotonic() + timeout_seconds
+        self.queue: queue.Queue[object] = queue.Queue()
+
+    def matches(self, key: ObjectKey) -> bool:
+        return (key.group, key.kind) == (self.group, self.kind) and self.namespace in (None, key.namespace)
+
+    def __iter__(self) -> Iterator[WatchEvent]:
+        while True:
+            try:
+                item = self.queue.get(timeout=max(0.0, self.deadline - time.monotonic()))
+            except queue.Empty:
+                return
+            if item is FakeWatch.END:
+                return
+            if isinstance(item, Exception):
+                raise item
+            assert isinstance(item, WatchEvent)
+            yield item
+
+    def close(self) -> None:
+        self.queue.put(FakeWatch.END)
+
+
 class FakeCluster:
     def __init__(self) -> None:
         self.info = ClusterInfo(server="https://fake.invalid", context="fake", kubeconfig="-")
@@ -94,6 +143,11 @@ class FakeCluster:
         self.hooks: dict[str, list[Hook]] = {}  # kind -> hooks run after each (non dry-run) apply
         self.failures: dict[ObjectKey, list[Exception]] = {}
         self._uids = itertools.count(1)
+        self._versions = itertools.count(1000)  # resourceVersions, one per stored change
+        self.changes: list[tuple[int, ObjectKey, WatchEvent]] = []  # every stored change, for watches to replay
+        self.compacted = 0  # watches from an older resourceVersion are answered 410 Gone
+        self.watches: list[FakeWatch] = []
+        self.watch_failures: list[Exception] = []  # raised by the next list_with_version / watch calls
         self.version = "v1.33.1"  # what /version answers
         self.denied: set[tuple[str, str, str, str]] = set()  # (verb, group, plural, namespace) reviews refuse
         self.unserved: set[str] = set()  # apiVersions discovery does not know ("apiextensions.k8s.io/v1beta1")
@@ -113,15 +167,53 @@ class FakeCluster:
 
     # --- test controls -------------------------------------------------------------------------------
     def put(self, obj: Obj) -> Obj:
-        """Create or replace an object as another actor would (no request counted)."""
-        obj = copy.deepcopy(obj)
+        """Create or replace an object as another actor would (no request counted); watches see it."""
+        obj = self._stamped(copy.deepcopy(obj))
+        with self._lock:
+            key = key_of(obj)
+            self._store(key, obj, "MODIFIED" if key in self.objects else "ADDED")
+        return obj
+
+    def _stamped(self, obj: Obj) -> Obj:
         meta = obj.setdefault("metadata", {})
         meta.setdefault("uid", f"uid-{next(self._uids)}")
         meta.setdefault("creationTimestamp", datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
         meta.setdefault("generation", 1)
-        with self._lock:
-            self.objects[key_of(obj)] = obj
         return obj
+
+    def _store(self, key: ObjectKey, obj: Obj, change: WatchType) -> None:
+        """Store (or, for DELETED, drop) under a new resourceVersion and tell the open watches. Holds the lock."""
+        version = next(self._versions)
+        obj["metadata"]["resourceVersion"] = str(version)
+        if change == "DELETED":
+            self.objects.pop(key, None)
+        else:
+            self.objects[key] = obj
+        event = WatchEvent(change, copy.deepcopy(obj))
+        self.changes.append((version, key, event))
+        for w in self.watches:
+            if w.matches(key):
+                w.queue.put(event)
+
+    def set_status(self, key: ObjectKey, status: dict[str, Any]) -> None:
+        """A controller writes an object's status (the status subresource): a new version, watches see it."""
+        with self._lock:
+            self._store(key, copy.deepcopy(self.objects[key]) | {"status": copy.deepcopy(status)}, "MODIFIED")
+
+    def compact(self) -> None:
+        """As etcd compaction does: watches from any version up to now are answered 410 Gone."""
+        with self._lock:
+            self.compacted = next(self._versions)
+
+    def break_watches(self, error: Exception) -> None:
+        """Every open watch stream ends with ``error`` (a connection reset, say)."""
+        with self._lock:
+            for w in self.watches:
+                w.queue.put(error)
+            self.watches.clear()
+
+    def fail_watches(self, *errors: Exception) -> None:
+        self.watch_failures.extend(errors)
 
     def on_apply(self, kind: str, hook: Hook | None) -> None:
         """Replace the hooks for a kind (None: objects of the kind get no status at all)."""
@@ -178,16 +270,48 @@ class FakeCluster:
     ) -> list[Obj]:
         self.stats.count("GET")
         res = self.resource(api_version, kind)
+        return self._select(res, namespace, label_selector)
+
+    def _select(self, res: Resource, namespace: str | None, label_selector: str | None = None) -> list[Obj]:
         wanted = dict(p.split("=", 1) for p in label_selector.split(",")) if label_selector else {}
         with self._lock:
             return [
                 copy.deepcopy(o)
                 for k, o in sorted(self.objects.items())
                 if k.group == res.group
-                and k.kind == kind
+                and k.kind == res.kind
                 and (namespace is None or k.namespace == namespace)
                 and all(((o.get("metadata") or {}).get("labels") or {}).get(a) == b for a, b in wanted.items())
             ]
+
+    def _scripted_watch_failure(self) -> None:
+        with self._lock:
+            if self.watch_failures:
+                raise self.watch_failures.pop(0)
+
+    def list_with_version(self, api_version: str, kind: str, *, namespace: str | None = None) -> Listed:
+        self.stats.count("GET")
+        self._scripted_watch_failure()
+        res = self.resource(api_version, kind)
+        with self._lock:  # items and version from one moment
+            return Listed(self._select(res, namespace), str(next(self._versions)))
+
+    def watch(
+        self, api_version: str, kind: str, *, namespace: str | None, resource_version: str, timeout_seconds: int
+    ) -> FakeWatch:
+        self.stats.count("GET")
+        self._scripted_watch_failure()
+        res = self.resource(api_version, kind)
+        since = int(resource_version or 0)
+        with self._lock:
+            if since < self.compacted:
+                raise ApiError(410, f"too old resource version: {since} ({self.compacted})", reason="Expired")
+            w = FakeWatch(res.group, kind, namespace if res.namespaced else None, timeout_seconds)
+            for version, key, event in self.changes:
+                if version > since and w.matches(key):
+                    w.queue.put(event)
+            self.watches.append(w)
+        return w
 
     def list_metadata(self, api_version: str, kind: str, *, namespace: str | None = None) -> list[Obj]:
         return [
@@ -217,9 +341,10 @@ class FakeCluster:
                     new["status"] = old["status"]
             if dry_run:
                 return new
-            stored = self.put(new)
-            for hook in self.hooks.get(key.kind, []):
+            stored = self._stamped(new)
+            for hook in self.hooks.get(key.kind, []):  # the controllers' answers, in the same version
                 hook(stored)
+            self._store(key, stored, "MODIFIED" if old else "ADDED")
             return copy.deepcopy(stored)
 
     def namespaced_resources(self) -> tuple[Resource, ...]:
@@ -240,12 +365,12 @@ class FakeCluster:
         self.stats.count("POST", lock=True)
         key = key_of(obj)
         new = copy.deepcopy(obj)
-        new["metadata"].update(uid=f"uid-{next(self._uids)}", resourceVersion=str(next(self._uids)))
+        new["metadata"].update(uid=f"uid-{next(self._uids)}")
         with self._lock:
             self._scripted_failure(key)
             if key in self.objects:
                 raise ApiError(409, f"{key} already exists", reason="AlreadyExists")
-            self.objects[key] = new
+            self._store(key, new, "ADDED")
         return copy.deepcopy(new)
 
     def replace(self, obj: Obj) -> Obj:
@@ -259,8 +384,8 @@ class FakeCluster:
             if (obj.get("metadata") or {}).get("resourceVersion") != old["metadata"].get("resourceVersion"):
                 raise ApiError(409, "the object has been modified; please apply your changes", reason="Conflict")
             new = copy.deepcopy(obj)
-            new["metadata"].update(uid=old["metadata"]["uid"], resourceVersion=str(next(self._uids)))
-            self.objects[key] = new
+            new["metadata"].update(uid=old["metadata"]["uid"])
+            self._store(key, new, "MODIFIED")
         return copy.deepcopy(new)
 
     def delete_unchanged(self, obj: Obj) -> None:
@@ -272,7 +397,7 @@ class FakeCluster:
                 raise ApiError(404, f"{key} not found", reason="NotFound")
             if old["metadata"].get("resourceVersion") != (obj.get("metadata") or {}).get("resourceVersion"):
                 raise ApiError(409, "Precondition failed: ResourceVersion in precondition", reason="Conflict")
-            del self.objects[key]
+            self._store(key, old, "DELETED")
 
     def delete(self, api_version: str, kind: str, *, namespace: str, name: str, uid: str | None = None) -> bool:
         self.stats.count("DELETE")
@@ -287,11 +412,12 @@ class FakeCluster:
             self.writes.append(("DELETE", str(key)))
             if obj["metadata"].get("finalizers"):
                 obj["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+                self._store(key, obj, "MODIFIED")
                 return True
-            del self.objects[key]
+            self._store(key, obj, "DELETED")
             if kind == "Namespace":
                 for k in [k for k in self.objects if k.namespace == name]:
-                    del self.objects[k]
+                    self._store(k, self.objects[k], "DELETED")
             return True
 
     def server_version(self) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,7 +14,7 @@ from fakecluster import FakeCluster, available, obj
 from kfctl.engine import labels, ownership
 from kfctl.engine.apply import ApplyOptions, ApplyResult, Engine
 from kfctl.engine.events import EventLog
-from kfctl.k8s.api import ApiError
+from kfctl.k8s.api import ApiError, Unreachable
 from kfctl.objects import Obj, ObjectKey, key_of
 from kfctl.plan.graph import Step, build_plan
 
@@ -375,23 +376,70 @@ def test_the_overall_timeout_stops_waiting_and_says_so(timeout: float) -> None:
     assert result.failed[0].message.startswith(f"not healthy within the overall --timeout of {timeout:g}s")
 
 
-def test_waiting_objects_of_one_kind_in_one_namespace_are_polled_with_one_list() -> None:
+FORBIDDEN = ApiError(
+    403, 'deployments.apps is forbidden: User "u" cannot list resource "deployments"', reason="Forbidden"
+)
+RESET = Unreachable("connection reset by peer")
+AT_LEAST_ONE = "≥ 1"
+
+
+@pytest.mark.parametrize(
+    ("at_start", "before_status", "expected_reads"),
+    [
+        pytest.param(
+            [],
+            [],
+            {("list_with_version", None): 1, ("watch", None): 1},
+            id="watched: one LIST and one WATCH for the four, no read per object",
+        ),
+        pytest.param(
+            [FORBIDDEN],
+            [],
+            {("list_with_version", None): 1, ("poll", "demo"): AT_LEAST_ONE},
+            id="watch forbidden: polled as before watches",
+        ),
+        pytest.param(
+            [],
+            [RESET, RESET, RESET],
+            {("list_with_version", None): 1, ("watch", None): AT_LEAST_ONE, ("poll", "demo"): AT_LEAST_ONE},
+            id="stream broken for good mid-run: polls take over",
+        ),
+    ],
+)
+def test_waiting_deployments_are_watched_or_else_polled(
+    at_start: list[Exception], before_status: list[Exception], expected_reads: dict[tuple[str, str | None], int | str]
+) -> None:
     cluster = FakeCluster()
     cluster.on_apply("Deployment", None)  # no status until the "controller" below catches up
+    cluster.fail_watches(*at_start)
     names = [f"web{i}" for i in range(4)]
-    lists: list[tuple[str, str | None]] = []
-    real_list = cluster.list
+    reads: list[tuple[str, str | None]] = []  # Deployment reads once the engine wrote something
 
-    def counting_list(api_version: str, kind: str, **kw: Any) -> list[Obj]:
-        lists.append((kind, kw.get("namespace")))
-        return real_list(api_version, kind, **kw)
+    def counting(method: str) -> Any:
+        real = getattr(cluster, method)
 
-    cluster.list = counting_list  # type: ignore[method-assign]
+        def read(api_version: str, kind: str, **kw: Any) -> Any:
+            if kind == "Deployment" and cluster.writes:
+                polled = method in ("get", "list")
+                reads.append(("poll" if polled else method, kw.get("namespace")))
+            return real(api_version, kind, **kw)
 
-    def controller() -> None:
-        with cluster._lock:
-            for n in names:
-                available(cluster.objects[ObjectKey("apps", "Deployment", "demo", n)])
+        return read
+
+    for method in ("get", "list", "list_with_version", "watch"):
+        setattr(cluster, method, counting(method))
+
+    def controller() -> None:  # writes status as a controller does, through the API: watches see it
+        if before_status:
+            cluster.fail_watches(*before_status[1:])  # the re-watches fail too
+            cluster.break_watches(before_status[0])
+            time.sleep(0.1)
+        for n in names:
+            dep = ObjectKey("apps", "Deployment", "demo", n)
+            with cluster._lock:
+                status = cluster.objects[dep]
+            available(status)
+            cluster.set_status(dep, status["status"])
 
     timer = threading.Timer(0.3, controller)
     timer.start()
@@ -404,7 +452,12 @@ def test_waiting_objects_of_one_kind_in_one_namespace_are_polled_with_one_list()
     assert sorted(e.subject for e in log.of("Healthy") if "Deployment" in e.subject) == [
         f"Deployment.apps demo/{n}" for n in names
     ]
-    assert ("Deployment", "demo") in lists
+    counted = Counter(reads)
+    seen = {
+        k: (AT_LEAST_ONE if counted[k] else 0) if v == AT_LEAST_ONE else counted[k] for k, v in expected_reads.items()
+    }
+    assert seen == expected_reads
+    assert set(counted) == set(expected_reads)  # nothing else: no GET per object while the watch is live
 
 
 def test_a_fresh_apply_reads_live_objects_with_one_labelled_list_per_kind_not_a_get_each() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -270,3 +271,24 @@ def test_comparable_masks_secret_values_and_drops_what_the_server_owns() -> None
         "metadata": {"name": "s"},
         "data": {"password": "<masked sha256:30c952fa>"},
     }
+
+
+def test_comparable_leaves_the_object_it_is_given_as_it_was() -> None:
+    """It shares nested values with its input instead of copying them: it must change none of them."""
+    live = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "s", "uid": "u", "annotations": {"kfctl.kubeflow.org/applied-hash": "h", "a": "b"}},
+        "data": {"password": "cHc="},
+        "stringData": {"user": "me"},
+        "status": {"x": 1},
+    }
+    before = copy.deepcopy(live)
+    assert comparable(live) == {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "s", "annotations": {"a": "b"}},
+        "data": {"password": "<masked sha256:30c952fa>"},
+        "stringData": {"user": "<masked sha256:2744ccd1>"},
+    }
+    assert live == before

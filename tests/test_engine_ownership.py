@@ -18,6 +18,7 @@ from kfctl.engine.inventory import Inventory, Member
 from kfctl.engine.probe import external_health
 from kfctl.engine.remove import RemoveOptions, remove
 from kfctl.errors import ConfigError, OwnershipError
+from kfctl.k8s.api import ApiError
 from kfctl.objects import Obj, ObjectKey, key_of
 from kfctl.plan.graph import ExternalCheck, build_plan, external_id
 
@@ -394,3 +395,32 @@ def test_an_application_this_install_applied_is_not_pruned_when_marked_external(
         "inventory); kfctl would prune what the KfDef says the cluster provides; nothing was written"
     )
     _refuse_pruning_externals(None, k)  # a first install: nothing to refuse
+
+
+@pytest.mark.parametrize(
+    ("namespaces", "may_list_everywhere", "lists"),
+    [
+        pytest.param(["a"], True, ["a"], id="one namespace: listed there"),
+        pytest.param(["a", "b", "c"], True, [None], id="several: one list across all namespaces"),
+        pytest.param(["a", "b"], False, [None, "a", "b"], id="not allowed everywhere: one list per namespace"),
+    ],
+)
+def test_the_scan_lists_what_it_does_not_own_with_as_few_requests_as_it_may(
+    namespaces: list[str], may_list_everywhere: bool, lists: list[str | None]
+) -> None:
+    cluster = FakeCluster()
+    cluster.put(obj("v1", "ConfigMap", "c", namespaces[-1], labels=HELM, annotations=HELM_NOTES))
+    calls: list[str | None] = []
+    real = cluster.list_metadata
+
+    def list_metadata(api_version: str, kind: str, *, namespace: str | None = None) -> list[Obj]:
+        calls.append(namespace)
+        if namespace is None and not may_list_everywhere:
+            raise ApiError(403, 'configmaps is forbidden: User "u" cannot list resource "configmaps"')
+        return real(api_version, kind, namespace=namespace)
+
+    cluster.list_metadata = list_metadata  # type: ignore[method-assign]
+    bundle = [("app", obj("v1", "ConfigMap", "c", ns)) for ns in namespaces]
+    found = ownership.scan(cluster, bundle, applyset_id=OURS, inventory=None)
+    assert calls == lists
+    assert [str(f.key) for f in found.foreign] == [f"ConfigMap {namespaces[-1]}/c"]

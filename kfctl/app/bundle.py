@@ -11,12 +11,14 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kfctl.app.rendered import CACHE_DIR as PARSED_CACHE
+from kfctl.app.rendered import read_objects
 from kfctl.catalog.model import Catalog
 from kfctl.config.model import KfDef
 from kfctl.engine import labels
 from kfctl.engine.inventory import applyset_id, parent_name
 from kfctl.errors import RenderError, UsageError
-from kfctl.objects import Obj, ObjectKey, key_of, parse_stream
+from kfctl.objects import Obj, ObjectKey, key_of
 from kfctl.plan.duplicates import Copy, merge_copies
 from kfctl.plan.graph import ExternalCheck, Plan, Step, build_plan
 from kfctl.secrets.declared import Declared, declared, shell
@@ -88,7 +90,7 @@ def load_bundle(kfdef: KfDef, catalog: Catalog) -> Bundle:
         path = kfdef.app_dir / "rendered" / f"{app.name}.yaml"
         if not path.is_file():
             raise UsageError(f"{path} does not exist", hint=f"run `kfctl generate {kfdef.app_dir}` first")
-        out.append((app.name, tuple(parse_stream(path.read_text(encoding="utf-8"), source=str(path)))))
+        out.append((app.name, tuple(read_objects(path, app=app.name, cache=kfdef.app_dir / PARSED_CACHE))))
         sources[app.name] = str(path)
         wanted = list(app.depends_on)
         if app.component and app.component in catalog.components:

@@ -31,6 +31,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from kfctl.app.rendered import CACHE_DIR as PARSED_CACHE
+from kfctl.app.rendered import remember
 from kfctl.catalog.model import Catalog
 from kfctl.config.model import Application, KfDef
 from kfctl.errors import RenderError, StaleOutputError
@@ -203,6 +205,8 @@ def _render_all(
         parsed.append((name, tuple(objects)))
         total += len(objects)
         (rendered / f"{name}.yaml").write_text(text, encoding="utf-8")
+        if use_cache:  # what apply will read back next: keep its objects, parsed already, for it
+            remember(kfdef.app_dir / PARSED_CACHE, app=name, text=text, objects=objects)
     # An object several applications render: identical copies are applied once, differing ones refused now,
     # before anything is written to APPDIR (load_bundle merges the same way when it reads the files back).
     merge_copies(parsed, sources={name: str(kfdef.app_dir / "rendered" / f"{name}.yaml") for name, _ in parsed})

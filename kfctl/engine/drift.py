@@ -27,7 +27,6 @@ and hold after it. Being strict costs one request; being lenient would hide drif
 from __future__ import annotations
 
 import base64
-import copy
 import hashlib
 from collections.abc import Mapping
 from typing import Any
@@ -45,23 +44,34 @@ _LIMIT_RANGE_MAPS = frozenset({"max", "min", "default", "defaultRequest", "maxLi
 
 def comparable(obj: Obj, *, mask_secrets: bool = True) -> Obj:
     """The object without what the server owns (managedFields, resourceVersion, status …) and kfctl's own
-    bookkeeping annotation; a Secret's values replaced by a short digest, so a change shows without the value."""
-    out = copy.deepcopy(obj)
-    meta = out.get("metadata") or {}
-    for f in SERVER_FIELDS:
-        meta.pop(f, None)
-    annotations = meta.get("annotations") or {}
-    for a in IGNORED_ANNOTATIONS:
-        annotations.pop(a, None)
-    if not annotations:
-        meta.pop("annotations", None)
+    bookkeeping annotation; a Secret's values replaced by a short digest, so a change shows without the value.
+
+    A new top level and metadata over the same nested values as ``obj`` (a deep copy of every live CRD cost
+    a no-op re-apply of the full catalog most of its CPU time): neither is to be changed afterwards."""
+    out = dict(obj)
     out.pop("status", None)
+    meta = out.get("metadata")
+    if isinstance(meta, Mapping):
+        meta = {k: v for k, v in meta.items() if k not in SERVER_FIELDS}
+        annotations = meta.get("annotations") or {}
+        if isinstance(annotations, Mapping):
+            annotations = {k: v for k, v in annotations.items() if k not in IGNORED_ANNOTATIONS}
+        if annotations:
+            meta["annotations"] = annotations
+        else:
+            meta.pop("annotations", None)
+        out["metadata"] = meta
     if mask_secrets and _is_secret(out):
         for section in ("data", "stringData"):
-            for k, v in (out.get(section) or {}).items():
-                raw = _b64(v) if section == "data" else str(v).encode()
-                out[section][k] = f"<masked sha256:{hashlib.sha256(raw).hexdigest()[:8]}>"
+            values = out.get(section)
+            if isinstance(values, Mapping):
+                out[section] = {k: _masked(v, encoded=section == "data") for k, v in values.items()}
     return out
+
+
+def _masked(value: Any, *, encoded: bool) -> str:
+    raw = _b64(value) if encoded else str(value).encode()
+    return f"<masked sha256:{hashlib.sha256(raw).hexdigest()[:8]}>"
 
 
 def differences(desired: Mapping[str, Any], live: Mapping[str, Any]) -> list[str]:

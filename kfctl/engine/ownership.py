@@ -166,9 +166,8 @@ def _scan_kind(
         return out
     others: dict[tuple[str, str], Obj] = {}
     try:
-        for ns in sorted({_stored_at(key, res)[0] for key, _ in missing}):
-            for item in cluster.list_metadata(res.api_version, first.kind, namespace=ns or None):
-                others[_where(item, res)] = item
+        for item in _metadata_where(cluster, res, sorted({_stored_at(key, res)[0] for key, _ in missing})):
+            others[_where(item, res)] = item
     except ApiError as e:
         if e.status not in NOT_ALLOWED:
             raise
@@ -177,6 +176,21 @@ def _scan_kind(
     for key, app in missing:
         _sort(cluster, res, key, app, others.get(_stored_at(key, res)), out, recorded=recorded)
     return out
+
+
+def _metadata_where(cluster: Cluster, res: Resource, namespaces: Sequence[str]) -> list[Obj]:
+    """The kind's objects (metadata only) in ``namespaces``: one list across all namespaces when they are
+    several (a platform's kinds spread over a dozen: one request instead of one each), per namespace when
+    the user may not list the kind everywhere."""
+    if res.namespaced and len(namespaces) > 1:
+        try:
+            return cluster.list_metadata(res.api_version, res.kind, namespace=None)
+        except ApiError as e:
+            if e.status not in NOT_ALLOWED:
+                raise
+    return [
+        item for ns in namespaces for item in cluster.list_metadata(res.api_version, res.kind, namespace=ns or None)
+    ]
 
 
 def _scan_each(

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from kfctl.objects import Obj, ObjectKey
 
@@ -128,6 +128,35 @@ class ClusterInfo:
         return f"server {self.server} (context {self.context or '-'}, kubeconfig {self.kubeconfig or '-'})"
 
 
+@dataclass(frozen=True)
+class Listed:
+    """A LIST's items and the collection's resourceVersion: where a watch of the same kind starts."""
+
+    items: list[Obj]
+    resource_version: str
+
+
+WatchType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"]
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    """One line of a watch stream. ``object`` is the object (apiVersion/kind set); for BOOKMARK only its
+    metadata.resourceVersion is meaningful; for ERROR it is a Status (code 410: the resourceVersion is too old)."""
+
+    type: WatchType
+    object: Obj
+
+
+class WatchStream(Protocol):
+    """An open watch: events in the server's order until the server ends it (``timeoutSeconds``), the
+    connection breaks (Unreachable) or ``close`` is called from another thread."""
+
+    def __iter__(self) -> Iterator[WatchEvent]: ...
+
+    def close(self) -> None: ...
+
+
 class Cluster(Protocol):
     """The operations kfctl performs. ``obj`` arguments carry apiVersion/kind/metadata."""
 
@@ -157,6 +186,17 @@ class Cluster(Protocol):
     def list(
         self, api_version: str, kind: str, *, namespace: str | None = None, label_selector: str | None = None
     ) -> list[Obj]: ...
+
+    def list_with_version(self, api_version: str, kind: str, *, namespace: str | None = None) -> Listed:
+        """Every object of the kind (in ``namespace``, or everywhere) and the list's resourceVersion."""
+        ...
+
+    def watch(
+        self, api_version: str, kind: str, *, namespace: str | None, resource_version: str, timeout_seconds: int
+    ) -> WatchStream:
+        """Changes after ``resource_version`` (from :meth:`list_with_version` or the last event), with
+        bookmarks, for at most ``timeout_seconds``. ApiError 410 when that version is too old to watch from."""
+        ...
 
     def apply(self, obj: Obj, *, force: bool = True, dry_run: bool = False) -> Obj:
         """Server-side apply with field manager ``kfctl``; returns the object the server stored."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -26,13 +25,16 @@ from kfctl.k8s.api import (
     Access,
     ApiError,
     ClusterInfo,
-    NoKindMatch,
+    Listed,
     NotFound,
     RequestStats,
     Resource,
     Unreachable,
+    WatchStream,
 )
+from kfctl.k8s.discovery import Discovery
 from kfctl.k8s.kubeconfig import kubeconfig_paths, load_kubeconfig
+from kfctl.k8s.stream import HttpWatchStream
 from kfctl.objects import Obj, ObjectKey, group_of
 
 REQUEST_TIMEOUT = 30.0
@@ -40,6 +42,7 @@ REQUEST_TIMEOUT = 30.0
 # specs of every object of a kind. Servers too old for it answer with the full list, which is fine too.
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json"
 POOL_SIZE = 32
+WATCH_READ_GRACE = 30.0  # seconds past a watch's timeoutSeconds before a silent stream counts as dead
 
 
 def connect(*, kubeconfig: str | None, context: str | None) -> KubeClient:
@@ -73,9 +76,7 @@ class KubeClient:
         self._pool = api.rest_client.pool_manager
         self.info = info
         self.stats = RequestStats()
-        self._lock = threading.Lock()
-        self._groups: dict[str, list[str]] | None = None  # group -> versions, preferred first
-        self._resources: dict[str, dict[str, Resource]] = {}  # "group/version" -> kind -> Resource
+        self._discovery = Discovery(self._discovery_get)
 
     # --- HTTP -------------------------------------------------------------------------------------------
     def _request(
@@ -89,7 +90,10 @@ class KubeClient:
         dry_run: bool = False,
         accept: str = "application/json",
         lock: bool = False,
+        stream: float | None = None,
     ) -> Any:
+        """The decoded JSON answer; with ``stream`` (a watch) the open response instead, whose reads may be
+        up to ``stream`` seconds apart: a watch is quiet while nothing changes, which is no reason to end it."""
         url = self._cfg.host.rstrip("/") + path + (("?" + urlencode(query)) if query else "")
         headers = {"Accept": accept, "User-Agent": "kfctl"}
         token = self._authorization()
@@ -106,12 +110,14 @@ class KubeClient:
                 url,
                 body=data,
                 headers=headers,
-                timeout=urllib3.Timeout(connect=10.0, read=REQUEST_TIMEOUT),
+                timeout=urllib3.Timeout(connect=10.0, read=stream or REQUEST_TIMEOUT),
                 retries=False,
-                preload_content=True,
+                preload_content=stream is None,
             )
         except urllib3.exceptions.HTTPError as e:
             raise Unreachable(f"{method} {self._cfg.host}: {e}") from e
+        if stream is not None and 200 <= resp.status < 300:
+            return resp
         text = resp.data.decode("utf-8", errors="replace")
         if 200 <= resp.status < 300:
             return json.loads(text) if text else {}
@@ -130,72 +136,21 @@ class KubeClient:
         value = self._cfg.get_api_key_with_prefix("authorization")
         return str(value) if value else None
 
-    # --- discovery ----------------------------------------------------------------------------------------
-    def _versions(self, group: str, *, refresh: bool = False) -> list[str]:
-        """The group's served versions, preferred first."""
-        if group == "":
-            return ["v1"]
-        with self._lock:
-            groups = None if refresh else self._groups
-        if groups is None:
-            doc = self._request("GET", "/apis")
-            groups = {}
-            for g in doc.get("groups", []):
-                preferred = g["preferredVersion"]["version"]
-                others = [v["version"] for v in g.get("versions", []) if v["version"] != preferred]
-                groups[g["name"]] = [preferred, *others]
-            with self._lock:
-                self._groups = groups
-        return groups.get(group, [])
-
-    def _group_version(self, group: str, version: str, *, refresh: bool = False) -> dict[str, Resource]:
-        gv = f"{group}/{version}" if group else version
-        with self._lock:
-            cached = None if refresh else self._resources.get(gv)
-        if cached is not None:
-            return cached
-        path = f"/apis/{gv}" if group else f"/api/{version}"
-        try:
-            doc = self._request("GET", path)
-        except NotFound:
-            doc = {"resources": []}
-        kinds: dict[str, Resource] = {}
-        for r in doc.get("resources", []):
-            if "/" in r["name"]:
-                continue  # subresources
-            kinds[r["kind"]] = Resource(group, version, r["kind"], r["name"], bool(r.get("namespaced")))
-        with self._lock:
-            self._resources[gv] = kinds
-        return kinds
+    # --- discovery (kfctl.k8s.discovery) ------------------------------------------------------------------
+    def _discovery_get(self, path: str, accept: str) -> Any:
+        return self._request("GET", path, accept=accept)
 
     def resource(self, api_version: str, kind: str) -> Resource:
         group = group_of(api_version)
         version = api_version.split("/", 1)[1] if "/" in api_version else api_version
-        found = self._group_version(group, version).get(kind)
-        if found is None:
-            found = self._group_version(group, version, refresh=True).get(kind)
-        if found is None:
-            raise NoKindMatch(group, version, kind)
-        return found
+        return self._discovery.resource(group, version, kind)
 
     def resource_for_key(self, key: ObjectKey) -> Resource:
         """The mapping at the preferred version that serves the kind (a group's kinds may differ by version)."""
-        versions = self._versions(key.group) or self._versions(key.group, refresh=True)
-        for version in versions:
-            found = self._group_version(key.group, version).get(key.kind)
-            if found is not None:
-                return found
-        for version in self._versions(key.group, refresh=True):
-            found = self._group_version(key.group, version, refresh=True).get(key.kind)
-            if found is not None:
-                return found
-        raise NoKindMatch(key.group, versions[0] if versions else "", key.kind)
+        return self._discovery.preferred(key.group, key.kind)
 
     def invalidate(self, group: str) -> None:
-        with self._lock:
-            self._groups = None
-            for gv in [gv for gv in self._resources if gv.split("/")[0] == group and "/" in gv]:
-                del self._resources[gv]
+        self._discovery.invalidate(group)
 
     # --- objects --------------------------------------------------------------------------------------------
     def _path(self, res: Resource, *, namespace: str | None, name: str | None = None) -> str:
@@ -234,6 +189,31 @@ class KubeClient:
             item.setdefault("apiVersion", res.api_version)
             item.setdefault("kind", kind)
         return items
+
+    def list_with_version(self, api_version: str, kind: str, *, namespace: str | None = None) -> Listed:
+        res = self.resource(api_version, kind)
+        doc = self._request("GET", self._path(res, namespace=namespace))
+        items: list[Obj] = doc.get("items") or []
+        for item in items:  # list items lack apiVersion/kind
+            item.setdefault("apiVersion", res.api_version)
+            item.setdefault("kind", kind)
+        return Listed(items, str((doc.get("metadata") or {}).get("resourceVersion") or ""))
+
+    def watch(
+        self, api_version: str, kind: str, *, namespace: str | None, resource_version: str, timeout_seconds: int
+    ) -> WatchStream:
+        res = self.resource(api_version, kind)
+        query = {
+            "watch": "true",
+            "allowWatchBookmarks": "true",
+            "resourceVersion": resource_version,
+            "timeoutSeconds": str(timeout_seconds),
+        }
+        # The server ends the stream after timeoutSeconds; the read timeout only guards against a dead peer.
+        resp = self._request(
+            "GET", self._path(res, namespace=namespace), query=query, stream=timeout_seconds + WATCH_READ_GRACE
+        )
+        return HttpWatchStream(resp, api_version=res.api_version, kind=kind)
 
     def apply(self, obj: Obj, *, force: bool = True, dry_run: bool = False) -> Obj:
         res = self.resource(str(obj["apiVersion"]), str(obj["kind"]))
@@ -283,19 +263,7 @@ class KubeClient:
         return True
 
     def namespaced_resources(self) -> tuple[Resource, ...]:
-        docs: list[tuple[str, str, Any]] = [("", "v1", self._request("GET", "/api/v1"))]
-        for g in self._request("GET", "/apis").get("groups", []):
-            version = g["preferredVersion"]["version"]
-            try:
-                docs.append((g["name"], version, self._request("GET", f"/apis/{g['name']}/{version}")))
-            except ApiError:
-                continue  # an aggregated API whose backend is down: nothing of it can be listed either
-        return tuple(
-            Resource(group, version, r["kind"], r["name"], True)
-            for group, version, doc in docs
-            for r in doc.get("resources", [])
-            if "/" not in r["name"] and r.get("namespaced") and "list" in (r.get("verbs") or [])
-        )
+        return self._discovery.namespaced_resources()
 
     def server_version(self) -> str:
         return str(self._request("GET", "/version").get("gitVersion", ""))

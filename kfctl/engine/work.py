@@ -1,0 +1,211 @@
+"""What the engine's worker threads do: apply one object, check one step's health, or check many with one LIST.
+
+The scheduler (:mod:`kfctl.engine.schedule`) hands out typed work items — :class:`Apply`, :class:`Check`,
+:class:`CheckBatch` — and gets back what :meth:`Workers.run` returned, so it dispatches on a type instead
+of a string tag. Workers only read and write the cluster and return values; they never touch the run's
+state, which lives on the scheduler's one thread.
+
+Reads go through :class:`~kfctl.k8s.cached.CachedCluster`: a waiting object of a watched kind is judged
+from memory, so a check costs a request only when no live watch can answer.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from kfctl.engine import drift, labels
+from kfctl.engine.probe import backend_health, external_health, object_health
+from kfctl.engine.retry import classify
+from kfctl.health.model import Health, progressing
+from kfctl.k8s.api import ApiError, Cluster
+from kfctl.k8s.watch import WatchCache
+from kfctl.objects import Obj, ObjectKey
+from kfctl.plan.graph import Step
+from kfctl.plan.rules import never_recreated
+
+Verdict = Literal["created", "configured", "corrected", "adopted", "unchanged", "recreated"]
+NOT_FOUND = "not found (deleted by someone else?)"
+
+
+@dataclass(frozen=True)
+class Apply:
+    """Server-side apply one object (or skip it when the live object already holds every field kfctl renders)."""
+
+    step: Step
+
+
+@dataclass(frozen=True)
+class Check:
+    """Judge one waiting step: an object (from a watch, else one GET), a webhook backend, an external application.
+
+    ``wait_for_watch``: when the object's watch has not shown kfctl's own write yet, answer "no news" (None)
+    instead of reading it from the server — the watch will report it, and the scheduler checks again then."""
+
+    step: Step
+    wait_for_watch: bool = False
+
+
+@dataclass(frozen=True)
+class CheckBatch:
+    """Judge several waiting objects of one kind in one namespace from a single LIST."""
+
+    steps: tuple[Step, ...]
+
+
+Work = Apply | Check | CheckBatch
+
+
+@dataclass
+class ApplyOutcome:
+    verdict: Verdict
+    live: Obj
+    health: Health | None = None  # judged on ``live`` in the worker; None: poll as usual
+    message: str = ""  # for the event: the fields corrected, the owner adopted from
+
+
+class Workers:
+    """The worker side of one run. ``known``: what the ownership scan read (an object, or None for "does not
+    exist"), each used once; ``adopting``: foreign objects taken over, with who managed them."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        *,
+        watches: WatchCache,
+        prepare: Callable[[Step], Obj],
+        known: Mapping[ObjectKey, Obj | None],
+        adopting: Mapping[ObjectKey, str],
+        recreate_immutable: bool,
+        wait_timeout: float,
+        clock: Callable[[], float],
+        stopping: threading.Event,
+    ) -> None:
+        self.cluster = cluster
+        self.watches = watches
+        self.prepare = prepare
+        self.known = dict(known)
+        self.adopting = dict(adopting)
+        self.recreate_immutable = recreate_immutable
+        self.wait_timeout = wait_timeout
+        self.clock = clock
+        self.stopping = stopping  # set when the run ends (Ctrl-C included): stop waiting at once
+        self._known_lock = threading.Lock()
+
+    def run(self, work: Work) -> ApplyOutcome | Health | dict[str, Health] | None:
+        if isinstance(work, Apply):
+            return self.apply(work.step)
+        if isinstance(work, Check):
+            if work.wait_for_watch and work.step.key is not None and self.watches.behind(work.step.key):
+                return None
+            return self.check(work.step)
+        return self.check_many(work.steps)
+
+    # --- apply -----------------------------------------------------------------------------------------
+    def apply(self, step: Step) -> ApplyOutcome:
+        """Skip when the live object holds every field kfctl renders, else SSA."""
+        desired = self.prepare(step)
+        assert step.key is not None
+        key = step.key
+        res = self.cluster.resource(str(desired["apiVersion"]), str(desired["kind"]))
+        with self._known_lock:
+            scanned = key in self.known
+            live = self.known.pop(key, None)  # read once: a retried apply must not trust it again
+        if not scanned:
+            live = self.cluster.get(res.api_version, key.kind, namespace=key.namespace, name=key.name)
+        deleting = live is not None and bool((live.get("metadata") or {}).get("deletionTimestamp"))
+        corrected: list[str] = []
+        if live is not None and not deleting and labels.applied_hash(live) == labels.desired_hash(desired):
+            if not drift.differences(desired, live):
+                return ApplyOutcome("unchanged", live, self.judge_now(step, live))
+            # Something differs, or the server rewrote a value (a quantity, a list others added to): the
+            # server's dry run of this very apply says which of kfctl's fields it would change, without writing.
+            corrected = drift.corrected_fields(desired, live, self.cluster.apply(desired, dry_run=True))
+            if not corrected:
+                return ApplyOutcome("unchanged", live, self.judge_now(step, live))
+        try:
+            out = self.cluster.apply(desired)
+        except ApiError as e:
+            if (
+                classify(e).verdict != "immutable"
+                or not self.recreate_immutable
+                or never_recreated(key.group, key.kind)
+            ):
+                raise
+            out = self._recreate(step, desired, live, e)
+            return ApplyOutcome("recreated", out, self.judge_now(step, out))
+        if live is None:
+            return ApplyOutcome("created", out, self.judge_now(step, out))
+        if key in self.adopting:
+            return ApplyOutcome("adopted", out, self.judge_now(step, out), f"taken over from {self.adopting[key]}")
+        if corrected:
+            return ApplyOutcome("corrected", out, self.judge_now(step, out), f"drift put back: {', '.join(corrected)}")
+        return ApplyOutcome("configured", out, self.judge_now(step, out))
+
+    def _recreate(self, step: Step, desired: Obj, live: Obj | None, refused: ApiError) -> Obj:
+        """--recreate-immutable: delete the live object, wait until it is gone, apply again."""
+        assert step.key is not None
+        key = step.key
+        api_version = self.cluster.resource(str(desired["apiVersion"]), key.kind).api_version
+        if live is None:
+            live = self.cluster.get(api_version, key.kind, namespace=key.namespace, name=key.name)
+        if live is None:
+            raise refused
+        uid = (live.get("metadata") or {}).get("uid")
+        self.cluster.delete(api_version, key.kind, namespace=key.namespace, name=key.name, uid=uid)
+        deadline = self.clock() + self.wait_timeout
+        while self.cluster.get(api_version, key.kind, namespace=key.namespace, name=key.name) is not None:
+            if self.clock() > deadline or self.stopping.wait(0.5):
+                raise refused
+        return self.cluster.apply(desired)
+
+    def judge_now(self, step: Step, live: Obj) -> Health | None:
+        """The first health verdict, on the object the server just returned: saves one read per object."""
+        if not step.wait:
+            return None
+        try:
+            h = object_health(self.cluster, live)
+        except Exception:  # a probe problem here must not count as a failed apply; the poll will see it
+            return None
+        if h.ready:
+            self.served(step)
+        return h
+
+    def served(self, step: Step) -> None:
+        if step.key is not None and step.key.kind == "CustomResourceDefinition" and step.obj is not None:
+            # Its kinds are served now: forget the cached discovery so dependents map at once.
+            self.cluster.invalidate(str((step.obj.get("spec") or {}).get("group", "")))
+
+    # --- health ----------------------------------------------------------------------------------------
+    def check(self, step: Step) -> Health:
+        if step.kind == "webhook-backend":
+            assert step.backend is not None
+            return backend_health(self.cluster, step.backend)
+        if step.kind == "external":
+            assert step.external is not None
+            return external_health(self.cluster, step.external)
+        assert step.key is not None and step.obj is not None
+        res = self.cluster.resource(str(step.obj["apiVersion"]), step.key.kind)
+        live = self.cluster.get(res.api_version, step.key.kind, namespace=step.key.namespace, name=step.key.name)
+        if live is None:
+            return progressing(NOT_FOUND)
+        h = object_health(self.cluster, live)
+        if h.ready:
+            self.served(step)
+        return h
+
+    def check_many(self, steps: tuple[Step, ...]) -> dict[str, Health]:
+        """Objects of one kind in one namespace, judged from a single LIST instead of a GET each."""
+        first = steps[0]
+        assert first.key is not None and first.obj is not None
+        res = self.cluster.resource(str(first.obj["apiVersion"]), first.key.kind)
+        items = self.cluster.list(res.api_version, first.key.kind, namespace=first.key.namespace)
+        by_name = {str((o.get("metadata") or {}).get("name")): o for o in items}
+        out: dict[str, Health] = {}
+        for step in steps:
+            assert step.key is not None
+            live = by_name.get(step.key.name)
+            out[step.id] = object_health(self.cluster, live) if live else progressing(NOT_FOUND)
+        return out
