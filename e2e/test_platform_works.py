@@ -367,18 +367,39 @@ def test_ctrl_c_during_a_smoke_run_still_deletes_its_namespace(platform: Platfor
     argv = [sys.executable, "-m", "kfctl.cli.main", "check", str(platform.app), "--smoke", "--only", "smoke-tfjob"]
     argv += ["--kubeconfig", platform.kubeconfig]
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+    # The job's pods finish 3 s after they start, which a loaded machine can miss: the cluster's kwok (the
+    # process this cluster recorded, which runs the pods' lifecycle) is held while kfctl waits for the job, so
+    # the interrupt surely comes during that wait, and released for the namespace's deletion.
+    kwok = cluster_process(platform, "kwok")
+    proc: subprocess.Popen[str] | None = None
+    os.kill(kwok, signal.SIGSTOP)
     try:
-        # The job's pod finishes 3 s after it starts: the interrupt comes while kfctl waits for it.
-        poll(lambda: api_jobs(platform.api), timeout=60, what="kfctl check --smoke to create its TFJob", interval=0.1)
-        proc.send_signal(signal.SIGINT)
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+        try:
+            poll(lambda: api_jobs(platform.api), timeout=60, what="kfctl check --smoke to create its TFJob")
+            time.sleep(1.0)  # kfctl is in its wait loop: the job cannot finish while kwok is held
+            assert proc.poll() is None, "kfctl check --smoke ended while its job could not run"
+            proc.send_signal(signal.SIGINT)
+        finally:
+            os.kill(kwok, signal.SIGCONT)
         _, stderr = proc.communicate(timeout=180)
     finally:
-        if proc.poll() is None:
+        os.kill(kwok, signal.SIGCONT)
+        if proc is not None and proc.poll() is None:
             proc.kill()
     assert proc.returncode == 130, stderr
     assert "Error (interrupted)" in stderr, stderr
     assert smoke_leftovers(platform.api) == [], "kfctl exits only once its scratch namespace is gone"
+
+
+def cluster_process(platform: Platform, name: str) -> int:
+    """The pid of one of the session cluster's own processes, as e2e/cluster recorded it."""
+    import localcluster
+
+    state = localcluster.State.load(platform.runtime.parent)
+    proc = next((p for p in (state.procs if state else []) if p.name == name), None)
+    assert proc is not None and localcluster.alive(proc), f"the cluster in {platform.runtime.parent} runs no {name}"
+    return proc.pid
 
 
 def api_jobs(api: kube_rest.Client) -> list[JSON]:
