@@ -19,7 +19,9 @@ rotates from run to run:
   answers: `kubectl wait --for=condition=Available` of every Deployment of the bundle and one
   `kubectl create --dry-run=server` of the same samples (kfctl.check.samples), in the same namespaces.
 - B2 peer, raw apply: the same bundle pre-sorted, CRDs first: `kubectl apply --server-side -f crds.yaml`,
-  `kubectl wait` Established, then one `kubectl apply --server-side -f rest.yaml`; no health wait.
+  `kubectl wait` Established, then `until kubectl apply --server-side -f rest.yaml; do sleep 1; done` (the
+  real operators' failurePolicy=Fail webhooks refuse what they admit until their servers answer; one pass
+  cannot succeed); no health wait.
 
 What the missing containers would do (cert-manager issuing and injecting CAs, cert-manager-webhook's own
 CA Secret, volume provisioning) the e2e stand-in controller does, on every cluster alike.
@@ -54,6 +56,8 @@ from kfctl.check.samples import SAMPLES
 PLATFORM = "generic"
 UPSTREAM_SLEEP = 20.0
 UPSTREAM_MAX_PASSES = 10
+PRESORTED_SLEEP = 1.0  # the B2 peer's pause between passes of rest.yaml: the tightest loop a person would write
+PRESORTED_MAX_PASSES = 300
 
 
 @dataclass
@@ -68,6 +72,7 @@ class PlatformFigures:
     first_writes: list[int] = field(default_factory=list)
     upstream: Samples = field(default_factory=Samples)  # B1 peer
     upstream_passes: list[int] = field(default_factory=list)
+    presorted_passes: list[int] = field(default_factory=list)
     upstream_first_errors: list[str] = field(default_factory=list)
     presorted: Samples = field(default_factory=Samples)  # B2 peer
     kfctl_requests: list[RequestCount] = field(default_factory=list)  # B6/B7, from the audit log
@@ -146,11 +151,21 @@ def upstream_install(kc: str, all_yaml: Path, info: dict[str, Any], figs: Platfo
     return time.perf_counter() - start
 
 
-def presorted_install(kc: str, crds_yaml: Path, rest_yaml: Path, info: dict[str, Any]) -> float:
+def presorted_install(kc: str, crds_yaml: Path, rest_yaml: Path, info: dict[str, Any], figs: PlatformFigures) -> float:
+    """B2 peer: CRDs, their wait, then rest.yaml again every second until the server accepts all of it."""
     start = time.perf_counter()
     _kubectl(kc, "apply", "--server-side", "-f", str(crds_yaml)).check()
     _wait_crds(kc, info["crds"])
-    _kubectl(kc, "apply", "--server-side", "-f", str(rest_yaml)).check()
+    passes = 0
+    while True:
+        passes += 1
+        r = _kubectl(kc, "apply", "--server-side", "-f", str(rest_yaml))
+        if r.code == 0:
+            break
+        if passes >= PRESORTED_MAX_PASSES:
+            raise RuntimeError(f"rest.yaml still refused after {passes} passes: {r.stderr[-1500:]}")
+        time.sleep(PRESORTED_SLEEP)
+    figs.presorted_passes.append(passes)
     return time.perf_counter() - start
 
 
@@ -256,6 +271,9 @@ def measure(
                     figs.upstream.add(upstream_install(kc, all_yaml, info, figs))
                     log(f"run {i + 1}: upstream {figs.upstream.values[-1]:.1f}s ({figs.upstream_passes[-1]} passes)")
                 else:
-                    figs.presorted.add(presorted_install(kc, crds_yaml, rest_yaml, info))
-                    log(f"run {i + 1}: presorted kubectl {figs.presorted.values[-1]:.1f}s")
+                    figs.presorted.add(presorted_install(kc, crds_yaml, rest_yaml, info, figs))
+                    log(
+                        f"run {i + 1}: presorted kubectl {figs.presorted.values[-1]:.1f}s "
+                        f"({figs.presorted_passes[-1]} passes)"
+                    )
     return figs

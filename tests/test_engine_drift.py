@@ -124,6 +124,21 @@ def limit_range(field: str, value: Any) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "l"}, "spec": spec}
 
 
+def crd_with_requests(description: str) -> dict[str, Any]:
+    """A CRD whose schema has a property named `requests` (katib's Suggestion): text, not quantities."""
+    requests = {"description": description, "type": "integer", "format": "int32"}
+    schema = {"openAPIV3Schema": {"properties": {"spec": {"properties": {"requests": requests}}}}}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "suggestions.kubeflow.org"},
+        "spec": {"versions": [{"name": "v1beta1", "schema": schema}]},
+    }
+
+
+SCHEMA_REQUESTS = "spec.versions[v1beta1].schema.openAPIV3Schema.properties.spec.properties.requests"
+
+
 def pod_with_scratch(size: Any) -> dict[str, Any]:
     volume = {"name": "tmp", "emptyDir": {"sizeLimit": size}}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"volumes": [volume]}}
@@ -152,6 +167,13 @@ ENV_VALUE = "spec.template.spec.containers[op].env[HEAP].value"
         pytest.param(config_map("080"), config_map("80"), ["data.k"], id="config-map-leading-zero-is-text"),
         pytest.param(config_map("0.5"), config_map("500m"), ["data.k"], id="config-map-quantity-look-alike-is-text"),
         pytest.param(deployment_with_env("1G"), deployment_with_env("1000M"), [ENV_VALUE], id="env-value-is-text"),
+        pytest.param(crd_with_requests("How many."), crd_with_requests("How many."), [], id="crd-schema-requests-same"),
+        pytest.param(
+            crd_with_requests("How many."),
+            crd_with_requests("How many?"),
+            [f"{SCHEMA_REQUESTS}.description"],
+            id="crd-schema-requests-is-text",
+        ),
         pytest.param(config_map("v1"), config_map("v1.0"), ["data.k"], id="text-is-compared-as-text"),
         pytest.param(config_map(True), config_map("true"), ["data.k"], id="boolean-is-not-text"),
         pytest.param(config_map(1), config_map(1.0), [], id="numbers-compare-by-value"),

@@ -134,7 +134,10 @@ def _same_scalar(want: Any, have: Any, keys: tuple[str | int, ...]) -> bool:
         return want is have
     if _is_quantity_field(keys):
         a = quantity.parse(want)
-        return a is not None and a == quantity.parse(have)
+        if a is not None:
+            return a == quantity.parse(have)
+        # Not a quantity after all: a CRD's schema has properties named `requests` and `limits` too, whose
+        # `description` and `type` are text (taken for quantities, every such CRD "drifted" on every no-op).
     if isinstance(want, int | float) and isinstance(have, int | float):
         return want == have
     return type(want) is type(have) and want == have
