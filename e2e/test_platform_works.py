@@ -374,7 +374,17 @@ def test_ctrl_c_during_a_smoke_run_still_deletes_its_namespace(platform: Platfor
     proc: subprocess.Popen[str] | None = None
     os.kill(kwok, signal.SIGSTOP)
     try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+        proc = subprocess.Popen(
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=REPO,
+            # A job started in the background (`cmd &` in a script, as CI runners may) inherits SIGINT ignored,
+            # and Python then installs no KeyboardInterrupt handler: kfctl gets the default, as in a terminal.
+            preexec_fn=_default_sigint,
+        )
         try:
             poll(lambda: api_jobs(platform.api), timeout=60, what="kfctl check --smoke to create its TFJob")
             time.sleep(1.0)  # kfctl is in its wait loop: the job cannot finish while kwok is held
@@ -390,6 +400,10 @@ def test_ctrl_c_during_a_smoke_run_still_deletes_its_namespace(platform: Platfor
     assert proc.returncode == 130, stderr
     assert "Error (interrupted)" in stderr, stderr
     assert smoke_leftovers(platform.api) == [], "kfctl exits only once its scratch namespace is gone"
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def cluster_process(platform: Platform, name: str) -> int:
