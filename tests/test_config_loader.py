@@ -303,6 +303,21 @@ BAD = [
         kfdef(
             """\
             repos:
+              - {name: mine, uri: "git+file:///srv/mine.git", ref: 4684081609}
+            applications:
+              - {name: common}
+            """
+        ),
+        [
+            "kfdef.yaml:7:53 spec.repos[0].ref: must be a string, got an integer (YAML read the unquoted value as one; "
+            "put it in quotes)",
+        ],
+        id="an-all-digit-commit-prefix-left-unquoted",
+    ),
+    pytest.param(
+        kfdef(
+            """\
+            repos:
               - {name: mine, uri: ./mine}
             applications:
               - {name: up, kustomizeConfig: {repoRef: {name: mine, path: "apps/../../../etc"}}}

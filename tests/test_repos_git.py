@@ -33,7 +33,7 @@ spec:
   repos:
     - name: upstream
       uri: {uri}
-      ref: {ref}
+      ref: "{ref}"
   applications:
     - name: web
       kustomizeConfig:

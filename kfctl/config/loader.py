@@ -151,6 +151,14 @@ def _type_name(value: Any) -> str:
     }.get(type(value), type(value).__name__)
 
 
+def _quote_hint(value: Any) -> str:
+    """Why a scalar the user meant as text arrived as a number: YAML reads an all-digit
+    commit prefix, `1.10` or `yes` as a number or boolean unless it is quoted."""
+    if isinstance(value, bool | int | float):
+        return " (YAML read the unquoted value as one; put it in quotes)"
+    return ""
+
+
 class _Validator:
     def __init__(self, problems: Problems, catalog: Catalog, path: Path) -> None:
         self.p = problems
@@ -193,7 +201,7 @@ class _Validator:
                 self.p.add((*path, key) if key in parent else path, f"{key} is required")
             return None
         if not isinstance(value, str):
-            self.p.add((*path, key), f"must be a string, got {_type_name(value)}")
+            self.p.add((*path, key), f"must be a string, got {_type_name(value)}{_quote_hint(value)}")
             return None
         return value
 
