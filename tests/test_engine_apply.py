@@ -296,6 +296,38 @@ def test_an_unschedulable_deployment_fails_at_its_wait_timeout_with_the_chain_be
     )
 
 
+def test_with_one_apply_slot_the_chain_of_waits_goes_before_objects_nothing_waits_for() -> None:
+    cluster = FakeCluster()
+    cluster.on_apply("Deployment", available)
+    loose = [obj("v1", "ConfigMap", f"a-{i}", "demo") for i in range(3)]  # sort ahead of the ServiceAccount
+    sa = obj("v1", "ServiceAccount", "z-operator", "demo")
+    operator = obj(
+        "apps/v1",
+        "Deployment",
+        "z-operator",
+        "demo",
+        spec={
+            "selector": {"matchLabels": {"app": "z"}},
+            "template": {
+                "metadata": {"labels": {"app": "z"}},
+                "spec": {"serviceAccountName": "z-operator", "containers": [{"name": "c", "image": "x"}]},
+            },
+        },
+    )
+    one_slot = ApplyOptions(concurrency=1, wait_timeout=2.0, timeout=10.0, poll_interval=0.01)
+    result, log = run(cluster, [NS, *loose, sa, operator], options=one_slot)
+    assert result.ok
+    created = [e.subject for e in log.events if e.type == "Created"]
+    assert created == [
+        "Namespace demo",
+        "ServiceAccount demo/z-operator",  # the Deployment waits for it: started first
+        "Deployment.apps demo/z-operator",  # released by it, and it waits itself: its wait starts sooner
+        "ConfigMap demo/a-0",
+        "ConfigMap demo/a-1",
+        "ConfigMap demo/a-2",
+    ]
+
+
 def test_a_webhook_backend_is_ready_only_with_a_ready_endpoint_and_a_ca_bundle() -> None:
     cluster = FakeCluster()
     web = obj(

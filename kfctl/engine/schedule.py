@@ -4,7 +4,8 @@ Follow one object from pending to healthy:
 
 1. :meth:`Run.consider` queues a pending step when something it depends on changed state; the loop's
    :meth:`Run._start_candidates` starts it (an :class:`~kfctl.engine.work.Apply` on a worker) once every
-   dependency is ready — or, for an order-only rule, applied — and an apply slot is free.
+   dependency is ready — or, for an order-only rule, applied — and an apply slot is free. When slots are
+   few, the step with the longest chain of waits behind it goes first (:mod:`kfctl.plan.priority`).
 2. :meth:`Run._after_apply` records the outcome (Created, Configured …). Without a wait it is ready; else
    it is "waiting", judged at once on the object the server returned (:meth:`Run._judge`).
 3. A waiting step is checked again at its ``next_check`` (a quarter second, backing off to
@@ -42,6 +43,7 @@ from kfctl.k8s.api import ApiError, NoKindMatch, Unreachable
 from kfctl.k8s.watch import WatchCache
 from kfctl.objects import Obj, ObjectKey
 from kfctl.plan.graph import Plan, Step, application_id, topological_order
+from kfctl.plan.priority import heights
 from kfctl.plan.rules import never_recreated
 
 State = Literal["pending", "applying", "waiting", "ready", "failed", "blocked"]
@@ -78,6 +80,7 @@ class Track:
 
     step: Step
     index: int  # position in topological order: queues hold these
+    height: int = 0  # waits on the longest chain behind it (kfctl.plan.priority): started first when slots are few
     state: State = "pending"
     started: float | None = None  # first apply attempt
     attempts: int = 0
@@ -164,10 +167,11 @@ class Run:
         self.inbox = inbox
         self.clock = clock
         self.order = topological_order(plan)
-        self.tracks = {sid: Track(plan.steps[sid], i) for i, sid in enumerate(self.order)}
         self.dependents = plan.dependents()
+        height = heights(plan, self.order, self.dependents)
+        self.tracks = {sid: Track(plan.steps[sid], i, height[sid]) for i, sid in enumerate(self.order)}
         self.remaining = len(self.order)
-        self.candidates: list[int] = []  # heap: pending steps worth a look
+        self.candidates: list[tuple[int, int]] = []  # heap: (-height, index) of pending steps worth a look
         self.queued: set[int] = set()
         self.retries: list[tuple[float, int]] = []  # heap: (not_before, index)
         self.checks: list[tuple[float, int]] = []  # heap: (next_check, index)
@@ -244,7 +248,7 @@ class Run:
         t = self.tracks[sid]
         if t.index not in self.queued and t.state == "pending":
             self.queued.add(t.index)
-            heapq.heappush(self.candidates, t.index)
+            heapq.heappush(self.candidates, (-t.height, t.index))
 
     def _changed(self, t: Track) -> None:
         """A step changed state: count it when it is done, and look again at what depends on it."""
@@ -257,9 +261,10 @@ class Run:
 
     # --- starting applies --------------------------------------------------------------------------------
     def _start_candidates(self, now: float) -> None:
-        """Look at queued pending steps in plan order; stop at the first that waits for an apply slot."""
+        """Look at queued pending steps, the longest chain of waits behind them first, then in plan order;
+        stop at the first that waits for an apply slot."""
         while self.candidates:
-            i = heapq.heappop(self.candidates)
+            _, i = heapq.heappop(self.candidates)
             self.queued.discard(i)
             t = self.tracks[self.order[i]]
             if t.state != "pending":
