@@ -261,6 +261,12 @@ def test_a_second_cluster_filled_the_gitops_way_gets_other_values_and_a_brought_
         "it needs key(s) MYSQL_ROOT_PASSWORD"
     ]
     assert secret(kc, "mysql-secret") is None  # nothing was written
+    assert brought_check(app, kc) == (
+        14,
+        "fail",
+        "1 of 1 Secret(s) the KfDef brings are not ready: Secret kubeflow/katib-db-byo (katib parameter "
+        "mysqlSecretRef) does not exist; it needs key(s) MYSQL_ROOT_PASSWORD",
+    )
     kubectl(
         kc,
         "-n",
@@ -270,6 +276,11 @@ def test_a_second_cluster_filled_the_gitops_way_gets_other_values_and_a_brought_
         "generic",
         "katib-db-byo",
         "--from-literal=MYSQL_ROOT_PASSWORD=brought-by-the-team",
+    )
+    assert brought_check(app, kc) == (
+        0,
+        "pass",
+        "the 1 Secret(s) the KfDef brings have every key needed: kubeflow/katib-db-byo",
     )
     made = kfctl("secrets", "apply", str(app), kubeconfig=kc)
     assert made.code == 0, made.explain()
@@ -292,3 +303,11 @@ def test_a_second_cluster_filled_the_gitops_way_gets_other_values_and_a_brought_
     assert secret(kc, "katib-mysql-secrets") is None
     assert pod_secret_refs(kc, "katib.kubeflow.org/component=mysql") == {"katib-db-byo"}
     assert pod_secret_refs(kc, "katib.kubeflow.org/component=db-manager") == {"katib-db-byo"}
+
+
+def brought_check(app: Path, kubeconfig: str) -> tuple[int, str, str]:
+    """`kfctl check --pre --only brought-secrets`: its exit code, verdict and message."""
+    run = kfctl("check", "--pre", "--skip-generate", "--only", "brought-secrets", str(app), kubeconfig=kubeconfig)
+    checks = json.loads(run.stdout)["checks"]
+    assert [c["name"] for c in checks] == ["brought-secrets"], run.explain()
+    return run.code, checks[0]["verdict"], checks[0]["message"]

@@ -13,12 +13,13 @@ from typing import Any
 import pytest
 from fakecluster import FakeCluster, obj
 
-from kfctl.catalog.model import Component
+from kfctl.catalog.model import Component, GeneratedSecret, SecretKey
 from kfctl.check.model import CheckReport, PreContext
 from kfctl.check.runner import PRE_CHECKS, run_checks, select
 from kfctl.errors import RenderError, UsageError
 from kfctl.k8s.api import Unreachable
 from kfctl.render.kustomize import Kustomize
+from kfctl.secrets.declared import Declared
 
 APPLYSET = "applyset-test"
 
@@ -74,6 +75,7 @@ def run(
     components: dict[str, Component] | None = None,
     non_catalog: tuple[str, ...] = (),
     find: Callable[[], Kustomize] | None = None,
+    brought: tuple[Declared, ...] = (),
 ) -> CheckReport:
     ctx = PreContext(
         cluster=c,
@@ -85,6 +87,7 @@ def run(
         inventory_name="kfctl-test",
         namespace="kubeflow",
         find_kustomize=find or kustomize("v5.5.0"),
+        brought=brought,
     )
     return run_checks(PRE_CHECKS, ctx)
 
@@ -105,6 +108,7 @@ def test_the_base_situation_passes_every_check() -> None:
         "gpu-nodes": "skip",
         "api-versions": "pass",
         "foreign-owners": "pass",
+        "brought-secrets": "skip",
         "kustomize": "pass",
     }
     assert report.verdict == "pass"
@@ -230,6 +234,65 @@ def test_a_cluster_situation_gets_its_verdict(
     got = verdict(report, check)
     assert got[:2] == expected
     assert got[2] if expected[0] != "pass" else True, "a failure or warning carries a hint"
+    assert report.verdict == expected[0]
+
+
+MYSQL = Declared(
+    application="katib",
+    component="katib",
+    namespace="kubeflow",
+    spec=GeneratedSecret(
+        "katib-mysql-secrets",
+        "",
+        (SecretKey("MYSQL_ROOT_PASSWORD", 16), SecretKey("MYSQL_USER", value="root")),
+        parameter="mysqlSecretRef",
+    ),
+    brought="db-credentials",
+)
+CREATE = (
+    "create each with the keys named (kubectl -n kubeflow create secret generic db-credentials "
+    "--from-literal=MYSQL_ROOT_PASSWORD=… --from-literal=MYSQL_USER=…), or drop the parameter from the KfDef and "
+    "kfctl generates the Secret at the first apply"
+)
+BROUGHT: list[tuple[str, dict[str, Any] | None, tuple[str, str, str]]] = [
+    # situation, the Secret in the cluster, the verdict of brought-secrets
+    (
+        "missing",
+        None,
+        (
+            "fail",
+            "1 of 1 Secret(s) the KfDef brings are not ready: Secret kubeflow/db-credentials (katib parameter "
+            "mysqlSecretRef) does not exist; it needs key(s) MYSQL_ROOT_PASSWORD, MYSQL_USER",
+            CREATE,
+        ),
+    ),
+    (
+        "a-key-missing",
+        obj("v1", "Secret", "db-credentials", "kubeflow", data={"MYSQL_ROOT_PASSWORD": "eA=="}),
+        (
+            "fail",
+            "1 of 1 Secret(s) the KfDef brings are not ready: Secret kubeflow/db-credentials (katib parameter "
+            "mysqlSecretRef) lacks key(s) MYSQL_USER (it has MYSQL_ROOT_PASSWORD)",
+            CREATE,
+        ),
+    ),
+    (
+        "ready",
+        obj("v1", "Secret", "db-credentials", "kubeflow", data={"MYSQL_ROOT_PASSWORD": "eA==", "MYSQL_USER": "eA=="}),
+        ("pass", "the 1 Secret(s) the KfDef brings have every key needed: kubeflow/db-credentials", ""),
+    ),
+]
+
+
+@pytest.mark.parametrize(("secret", "expected"), [b[1:] for b in BROUGHT], ids=[b[0] for b in BROUGHT])
+def test_a_secret_the_kfdef_brings_must_exist_with_its_keys(
+    secret: dict[str, Any] | None, expected: tuple[str, str, str]
+) -> None:
+    c = cluster()
+    if secret is not None:
+        c.put(secret)
+    report = run(c, bundle(), brought=(MYSQL,))
+    assert verdict(report, "brought-secrets") == expected
     assert report.verdict == expected[0]
 
 

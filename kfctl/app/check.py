@@ -46,6 +46,7 @@ def check_before_install(
         inventory_name=bundle.inventory_name,
         namespace=kfdef.namespace,
         find_kustomize=find_kustomize,
+        brought=tuple(s for s in bundle.secrets if not s.generated),
     )
     return run_checks(checks, ctx)
 

@@ -15,6 +15,7 @@ from kfctl.health.model import Health
 from kfctl.k8s.api import Cluster
 from kfctl.objects import Obj
 from kfctl.render.kustomize import Kustomize
+from kfctl.secrets.declared import Declared
 
 Verdict = Literal["pass", "warn", "fail", "skip"]
 VERDICTS: tuple[Verdict, ...] = ("pass", "warn", "fail", "skip")
@@ -43,6 +44,7 @@ class PreContext:
     inventory_name: str
     namespace: str  # the KfDef's metadata.namespace, where the inventory lives
     find_kustomize: Callable[[], Kustomize]  # kfctl.render.kustomize.find_kustomize; tests inject one
+    brought: tuple[Declared, ...] = ()  # Secrets the KfDef names instead of generated ones (…SecretRef parameters)
 
 
 class HasCluster(Protocol):

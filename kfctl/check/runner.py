@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Collection, Sequence
 from typing import TypeVar
 
-from kfctl.check import bundle, capacity, cluster, permissions, tools
+from kfctl.check import bundle, capacity, cluster, permissions, secrets, tools
 from kfctl.check.admission import dry_run_create
 from kfctl.check.applications import application_health
 from kfctl.check.model import Check, CheckReport, CheckResult, InstalledContext, Outcome, PreContext
@@ -29,6 +29,7 @@ PRE_CHECKS: tuple[Check[PreContext], ...] = (
     Check("resources", "gpu-nodes", capacity.gpu_nodes),
     Check("bundle", "api-versions", bundle.api_versions),
     Check("bundle", "foreign-owners", bundle.foreign_owners),
+    Check("secrets", "brought-secrets", secrets.brought_secrets),
     Check("tools", "kustomize", tools.kustomize, needs_cluster=False),
 )
 REACHABLE = "cluster-reachable"

@@ -31,23 +31,28 @@ def brought_problems(cluster: Cluster, wanted: Iterable[Declared]) -> list[str]:
     return problems
 
 
-def check_brought(cluster: Cluster, wanted: Iterable[Declared]) -> None:
-    """PlanError (exit 5) naming each brought Secret that is missing or incomplete, and how to make it."""
-    wanted = list(wanted)
-    problems = brought_problems(cluster, wanted)
-    if not problems:
-        return
+def create_hint(wanted: Iterable[Declared], problems: list[str]) -> str:
+    """How to make the brought Secrets ``problems`` names: a `kubectl create secret` line each."""
     examples = [
         f"kubectl -n {s.namespace} create secret generic {s.name} "
         + " ".join(f"--from-literal={k}=…" for k in s.spec.key_names)
         for s in wanted
         if not s.generated and any(f"Secret {s.namespace}/{s.name} " in p for p in problems)
     ]
+    return (
+        "create each with the keys named (" + "; ".join(examples) + "), or drop the parameter from the KfDef "
+        "and kfctl generates the Secret at the first apply"
+    )
+
+
+def check_brought(cluster: Cluster, wanted: Iterable[Declared]) -> None:
+    """PlanError (exit 5) naming each brought Secret that is missing or incomplete, and how to make it."""
+    wanted = list(wanted)
+    problems = brought_problems(cluster, wanted)
+    if not problems:
+        return
     raise PlanError(
         f"{len(problems)} Secret(s) the KfDef brings instead of generated ones are not ready; nothing was written",
         details=problems,
-        hint=(
-            "create each with the keys named (" + "; ".join(examples) + "), or drop the parameter from the KfDef "
-            "and kfctl generates the Secret at the first apply"
-        ),
+        hint=create_hint(wanted, problems),
     )
