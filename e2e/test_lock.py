@@ -1,5 +1,6 @@
 """One run at a time per install, on a real API server: the second run waits for the first or stops naming it,
-and a run killed with -9 is taken over once its Lease expires. Runs are real `kfctl apply` processes.
+and a run killed with -9 is taken over at once when it ran on this machine (its process is gone), else once its
+Lease expires. Runs are real `kfctl apply` processes.
 
 The bundle holds a Deployment with ``minReadySeconds``, so an apply stays inside its lock for that long
 (it waits for the Deployment to be Available) and the other run certainly meets it.
@@ -129,20 +130,34 @@ def test_a_second_apply_that_cannot_wait_stops_naming_the_holder(tmp_path: Path,
     assert_converged(kubeconfig, ns, install)
 
 
-def test_a_holder_killed_with_sigkill_is_taken_over_once_its_lease_expires(tmp_path: Path, kubeconfig: str) -> None:
-    ns, install = "e2e-lock-kill", "e2e-lock-kill"
+# What a holder on another machine (or in another container) leaves in the Lease: a boot id not this one's.
+ELSEWHERE = "00000000-0000-0000-0000-000000000000/pid:[4026531836]/0/4242/7031051"
+
+
+@pytest.mark.parametrize("where", ["this-machine", "another-machine"])
+def test_a_holder_killed_with_sigkill_is_taken_over_at_once_here_else_once_its_lease_expires(
+    where: str, tmp_path: Path, kubeconfig: str
+) -> None:
+    ns = install = f"e2e-lock-kill-{where}"
     write_local_kfdef(tmp_path, name=install, namespace=ns, apps={"slow": bundle(ns, ready_after=30)})
     first = start_apply(tmp_path, kubeconfig)
     wait_until_held(kubeconfig, ns, install)
     os.kill(first.pid, signal.SIGKILL)
     first.communicate(timeout=30)
     killed_at = time.monotonic()
+    if where == "another-machine":  # as if it had run elsewhere: this machine cannot tell it ended
+        record = f"kfctl.kubeflow.org/holder-process={ELSEWHERE}"
+        kubectl(kubeconfig, "-n", ns, "annotate", "--overwrite", f"lease/kfctl-lock-{install}", record)
     second: Run = kfctl("apply", str(tmp_path), "--lock-timeout", "90s", kubeconfig=kubeconfig)
     assert second.code == 0, second.explain()
     took = [e["message"] for e in second.events if e["subject"] == "lock" and "took over" in e.get("message", "")]
-    assert len(took) == 1 and f"pid {first.pid})" in took[0] and "stopped renewing it" in took[0], second.events
-    # Not before the lease's 20 s were up on the second run's own clock, and not much later.
+    assert len(took) == 1 and f"pid {first.pid})" in took[0], second.events
     waited = time.monotonic() - killed_at
-    print(f"\nFIGURES lock takeover after kill -9: the second run finished {waited:.1f}s after the kill")
-    assert 20 <= waited < 90
+    print(f"\nFIGURES lock takeover after kill -9 ({where}): the second run finished {waited:.1f}s after the kill")
+    if where == "this-machine":  # its process is gone, and the Lease says which it was: no wait
+        assert took[0].endswith("ended on this machine without freeing it"), took
+        assert waited < 20
+    else:  # not before the lease's 20 s were up on the second run's own clock, and not much later
+        assert took[0].endswith("stopped renewing it"), took
+        assert 20 <= waited < 90
     assert_converged(kubeconfig, ns, install)

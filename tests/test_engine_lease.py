@@ -11,12 +11,14 @@ import pytest
 from fakecluster import FakeCluster
 
 from kfctl.engine.events import EventLog
-from kfctl.engine.lease import API_VERSION, DURATION, STALE_AFTER, install_lock, lease_name
+from kfctl.engine.lease import API_VERSION, DURATION, PROCESS_ANNOTATION, STALE_AFTER, install_lock, lease_name
+from kfctl.engine.process_record import this_process
 from kfctl.errors import LockedError
 from kfctl.k8s.api import ApiError, Unreachable
 from kfctl.objects import Obj, ObjectKey
 
 KEY = ObjectKey("coordination.k8s.io", "Lease", "kubeflow", lease_name("demo"))
+ME = this_process() or ""  # this test's own process, as a lock holder records it (Linux)
 
 
 class Clock:
@@ -36,7 +38,8 @@ def stamp(seconds_ago: float) -> str:
     return (datetime.now(timezone.utc) - timedelta(seconds=seconds_ago)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def lease(holder: str | None, *, renewed_ago: float = 1.0) -> Obj:
+def lease(holder: str | None, *, renewed_ago: float = 1.0, process: str = "") -> Obj:
+    notes = {"kfctl.kubeflow.org/command": "apply"} | ({PROCESS_ANNOTATION: process} if process else {})
     return {
         "apiVersion": API_VERSION,
         "kind": "Lease",
@@ -44,7 +47,7 @@ def lease(holder: str | None, *, renewed_ago: float = 1.0) -> Obj:
             "name": KEY.name,
             "namespace": "kubeflow",
             "resourceVersion": "7",
-            "annotations": {"kfctl.kubeflow.org/command": "apply"},
+            "annotations": notes,
         },
         "spec": {
             "holderIdentity": holder,
@@ -79,6 +82,16 @@ def hold(cluster: FakeCluster, clock: Clock, log: EventLog, *, wait: float) -> N
         pytest.param(lease(None), 0.0, id="a-lease-without-holder-is-taken-at-once"),
         pytest.param(lease("gone-host/1", renewed_ago=STALE_AFTER + 60), 0.0, id="long-dead-holder-taken-at-once"),
         pytest.param(lease("gone-host/1"), float(DURATION), id="silent-holder-taken-after-a-lease-duration"),
+        pytest.param(
+            lease("here/4242", process=f"{ME.rsplit('/', 1)[0]}/1"),  # this pid, started at another time
+            0.0,
+            id="a-holder-that-ended-on-this-machine-taken-at-once",
+        ),
+        pytest.param(
+            lease("here/4242", process=ME),  # this very process: alive
+            float(DURATION),
+            id="a-holder-still-running-here-taken-only-after-a-lease-duration",
+        ),
     ],
 )
 def test_the_lock_is_taken_when_free_or_when_its_holder_stopped_renewing(existing: Obj | None, waited: float) -> None:
@@ -89,6 +102,18 @@ def test_the_lock_is_taken_when_free_or_when_its_holder_stopped_renewing(existin
     assert clock.now - 1000.0 == pytest.approx(waited, abs=1.1)
     assert cluster.live(KEY) is None  # removed: the run leaves nothing behind
     assert cluster.stats.writes == 0 and cluster.stats.lock_writes >= 2  # not counted as platform writes
+
+
+def test_taking_over_from_a_holder_that_ended_here_says_so() -> None:
+    cluster, clock, log = FakeCluster(), Clock(), EventLog()
+    dead = lease("build-7/4242/0a1b2c3d", process=f"{ME.rsplit('/', 1)[0]}/1")
+    cluster.put(dead)
+    hold(cluster, clock, log, wait=60)
+    assert [e.message for e in log.events if e.subject == "lock"] == [
+        f"took over Lease kubeflow/{KEY.name}: `kfctl apply` (host build-7, pid 4242) since "
+        f"2026-11-24T02:00:00.000000Z (last renewed {dead['spec']['renewTime']}) "
+        "ended on this machine without freeing it"
+    ]
 
 
 def test_a_live_holder_makes_the_next_run_wait_then_stop_naming_it() -> None:

@@ -9,15 +9,16 @@ removes it at the end (only if nobody took it over meanwhile), so a finished or 
 behind. Its requests are counted apart from the platform's writes, so an untouched re-apply still reports 0
 write requests.
 
-A holder that died without freeing the Lease (kill -9, a lost laptop) stops renewing it. As client-go's
-leader election does, a waiting run takes it over only after watching it go unrenewed for the lease's
-duration on its own clock, which no clock skew between machines can shorten; a Lease whose renew time is
-long past even on a skewed clock (more than ``STALE_AFTER``) is taken at once, so a run killed an hour ago
-does not make the next one wait. That second rule compares the holder's wall clock (the renewTime it wrote)
-with ours, so it assumes the machines' clocks are within ``STALE_AFTER`` (10 minutes) of each other: a
-holder whose clock runs more than that behind would have its live Lease taken. Taking and renewing use the
-API's optimistic concurrency (create fails on an existing Lease, update on a stale resourceVersion), so two
-waiting runs never both win.
+A holder that died without freeing the Lease (kill -9, a lost laptop) stops renewing it. When it ran on this
+machine, its Lease names its process (:mod:`kfctl.engine.process_record`), and a run that finds that process ended
+takes the Lease at once. Otherwise, as client-go's leader election does, a waiting run takes it over only after
+watching it go unrenewed for the lease's duration on its own clock, which no clock skew between machines can
+shorten; a Lease whose renew time is long past even on a skewed clock (more than ``STALE_AFTER``) is taken at
+once, so a run killed an hour ago does not make the next one wait. That second rule compares the holder's wall
+clock (the renewTime it wrote) with ours, so it assumes the machines' clocks are within ``STALE_AFTER`` (10
+minutes) of each other: a holder whose clock runs more than that behind would have its live Lease taken. Taking
+and renewing use the API's optimistic concurrency (create fails on an existing Lease, update on a stale
+resourceVersion), so two waiting runs never both win.
 
 A request whose reply is lost (a read timeout) may still have been stored, so a conflict on renewal, or a
 request that failed in transit, is judged by reading the Lease again: still under this run's identity, it
@@ -44,6 +45,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from kfctl.engine import process_record
 from kfctl.engine.events import Event, Reporter
 from kfctl.engine.retry import backoff, classify
 from kfctl.errors import LockedError
@@ -55,6 +57,7 @@ DURATION = 20  # seconds a Lease stays valid without renewal
 RENEW_EVERY = DURATION / 4
 STALE_AFTER = 10 * 60  # a renew time this far in the past is dead whatever the clocks say
 COMMAND_ANNOTATION = "kfctl.kubeflow.org/command"
+PROCESS_ANNOTATION = "kfctl.kubeflow.org/holder-process"  # kfctl.engine.process_record; absent off Linux
 LABEL = "app.kubernetes.io/managed-by"
 
 
@@ -70,6 +73,7 @@ class Holder:
     command: str
     since: str  # acquireTime as the holder wrote it
     renewed: str
+    process: str = ""  # its process on its machine (kfctl.engine.process_record), "" when not recorded
 
     def describe(self) -> str:
         parts = self.identity.split("/")
@@ -88,6 +92,7 @@ def holder_of(lease: Obj) -> Holder | None:
         str(notes.get(COMMAND_ANNOTATION, "")),
         str(spec.get("acquireTime") or ""),
         str(spec.get("renewTime") or ""),
+        str(notes.get(PROCESS_ANNOTATION, "")),
     )
 
 
@@ -143,6 +148,7 @@ class _Lock:
         self.clock = clock
         self.sleep = sleep
         self.identity = f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
+        self.process = process_record.this_process()
         self.held: Obj | None = None
         self.where = f"Lease {namespace}/{self.name}"
         self.handle = Held(self.where, command)
@@ -156,7 +162,8 @@ class _Lock:
             "name": self.name,
             "namespace": self.namespace,
             "labels": {LABEL: "kfctl"},
-            "annotations": {COMMAND_ANNOTATION: self.command},
+            "annotations": {COMMAND_ANNOTATION: self.command}
+            | ({PROCESS_ANNOTATION: self.process} if self.process else {}),
         }
         if lease is not None:
             meta["resourceVersion"] = (lease.get("metadata") or {}).get("resourceVersion")
@@ -202,21 +209,21 @@ class _Lock:
                     self.held = lease
                     break
                 holder = holder_of(lease) if lease is not None else None
-                expired = False
+                expired = ended_here = False
                 if lease is not None and holder is not None:
                     mark = (str((lease.get("metadata") or {}).get("resourceVersion")), holder.renewed)
                     if mark != seen:
                         seen, seen_at = mark, self.clock()
                     duration = float((lease.get("spec") or {}).get("leaseDurationSeconds") or DURATION)
                     age = _age(holder.renewed)
-                    expired = self.clock() - seen_at >= duration or (age is not None and age > STALE_AFTER)
+                    ended_here = bool(holder.process) and process_record.ended(holder.process)
+                    expired = (
+                        ended_here or self.clock() - seen_at >= duration or (age is not None and age > STALE_AFTER)
+                    )
                 if self.try_take(lease, expired=expired):
                     if expired and holder is not None:
-                        self.reporter(
-                            Event(
-                                "Inventory", "lock", f"took over {self.where}: {holder.describe()} stopped renewing it"
-                            )
-                        )
+                        why = "ended on this machine without freeing it" if ended_here else "stopped renewing it"
+                        self.reporter(Event("Inventory", "lock", f"took over {self.where}: {holder.describe()} {why}"))
                         return
                     break
             except (ApiError, Unreachable) as e:  # a restarting API server, throttling: as every step does
@@ -235,7 +242,8 @@ class _Lock:
                     f"another kfctl run holds this install's lock: {holder.describe()}; {self.where}",
                     hint=(
                         "wait for it to finish and run again, or give it longer with --lock-timeout; if that run "
-                        f"was killed, the lock frees itself {DURATION}s after its last renewal"
+                        f"was killed on another machine, the lock frees itself {DURATION}s after its last renewal (a "
+                        "run killed on this machine frees it at once)"
                     ),
                 )
             if not announced:
