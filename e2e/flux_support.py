@@ -129,9 +129,8 @@ def run_flux(kubeconfig: str, workdir: Path, *, requeue_dependency: str = "30s")
         "KUBECONFIG": kubeconfig,
         "RUNTIME_NAMESPACE": NAMESPACE,  # where Flux's controllers would run; their events' namespace
     }
-    ports = {
-        name: localcluster.free_port() for name in ("sc-metrics", "sc-health", "sc-storage", "kc-metrics", "kc-health")
-    }
+    names = ("sc-metrics", "sc-health", "sc-storage", "kc-metrics", "kc-health")
+    ports = dict(zip(names, localcluster.free_ports(len(names)), strict=True))
     state.ports = ports
     common = ["--enable-leader-election=false", "--events-addr=", "--log-level=info"]
     storage = f"127.0.0.1:{ports['sc-storage']}"

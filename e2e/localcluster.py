@@ -202,10 +202,15 @@ def stop_procs(procs: list[Proc], *, grace: float = 15.0) -> list[str]:
     return [p.name for p in procs if alive(p)]
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((LOOPBACK, 0))
-        return int(s.getsockname()[1])
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct free loopback ports. Each socket stays bound until all are chosen: closed one by one,
+    the kernel may hand the same port out twice (it did: etcd's peer port and kwok's, and kwok could not
+    listen)."""
+    with contextlib.ExitStack() as held:
+        socks = [held.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(count)]
+        for s in socks:
+            s.bind((LOOPBACK, 0))
+        return [int(s.getsockname()[1]) for s in socks]
 
 
 def wait_for(what: str, check: Callable[[], bool], *, timeout: float, procs: Sequence[Proc] = ()) -> None:
@@ -381,11 +386,9 @@ def up_local(state_dir: Path) -> State:
         versions=versions,
         started_at=time.time(),
     )
-    state.ports = {
-        name: free_port() for name in ("etcd", "etcd-peer", "apiserver", "controller-manager", "scheduler", "kwok")
-    }
-    if webhooks:
-        state.ports["egress"] = free_port()
+    names = ["etcd", "etcd-peer", "apiserver", "controller-manager", "scheduler", "kwok"]
+    names += ["egress"] if webhooks else []
+    state.ports = dict(zip(names, free_ports(len(names)), strict=True))
     state.save()
     p = state.ports
     pki_dir = state_dir / "pki"
