@@ -144,20 +144,20 @@ def test_a_holder_killed_with_sigkill_is_taken_over_at_once_here_else_once_its_l
     wait_until_held(kubeconfig, ns, install)
     os.kill(first.pid, signal.SIGKILL)
     first.communicate(timeout=30)
-    killed_at = time.monotonic()
+    killed_at = time.time()
     if where == "another-machine":  # as if it had run elsewhere: this machine cannot tell it ended
         record = f"kfctl.kubeflow.org/holder-process={ELSEWHERE}"
         kubectl(kubeconfig, "-n", ns, "annotate", "--overwrite", f"lease/kfctl-lock-{install}", record)
     second: Run = kfctl("apply", str(tmp_path), "--lock-timeout", "90s", kubeconfig=kubeconfig)
     assert second.code == 0, second.explain()
-    took = [e["message"] for e in second.events if e["subject"] == "lock" and "took over" in e.get("message", "")]
-    assert len(took) == 1 and f"pid {first.pid})" in took[0], second.events
-    waited = time.monotonic() - killed_at
-    print(f"\nFIGURES lock takeover after kill -9 ({where}): the second run finished {waited:.1f}s after the kill")
+    took = [e for e in second.events if e["subject"] == "lock" and "took over" in e.get("message", "")]
+    assert len(took) == 1 and f"pid {first.pid})" in took[0]["message"], second.events
+    waited = took[0]["ts"] - killed_at  # event times are wall-clock seconds, like killed_at
+    print(f"\nFIGURES lock takeover after kill -9 ({where}): the lock was taken over {waited:.1f}s after the kill")
     if where == "this-machine":  # its process is gone, and the Lease says which it was: no wait
-        assert took[0].endswith("ended on this machine without freeing it"), took
-        assert waited < 20
+        assert took[0]["message"].endswith("ended on this machine without freeing it"), took
+        assert waited < 10
     else:  # not before the lease's 20 s were up on the second run's own clock, and not much later
-        assert took[0].endswith("stopped renewing it"), took
+        assert took[0]["message"].endswith("stopped renewing it"), took
         assert 20 <= waited < 90
     assert_converged(kubeconfig, ns, install)

@@ -74,7 +74,16 @@ def exists(kubeconfig: str, *what: str, namespace: str = "") -> bool:
 
 
 def wait_gone(kubeconfig: str, *what: str, namespace: str = "", timeout: float = 180) -> None:
-    poll(lambda: not exists(kubeconfig, *what, namespace=namespace), timeout=timeout, what=f"{' '.join(what)} gone")
+    """Wait until the object is gone; on timeout say what holds it (a namespace's conditions name the content or
+    finalizers left, or a discovery failure)."""
+    deadline = time.monotonic() + timeout
+    while exists(kubeconfig, *what, namespace=namespace):
+        if time.monotonic() > deadline:
+            where = ["-n", namespace] if namespace else []
+            left = kubectl(kubeconfig, "get", *where, *what, "-o", "json", check=False)
+            status = json.loads(left).get("status", {}) if left.strip() else {}
+            pytest.fail(f"timed out after {timeout:.0f} s waiting for {' '.join(what)} gone; its status: {status}")
+        time.sleep(0.2)
 
 
 def configmap(name: str, ns: str, value: str = "") -> dict[str, Any]:
