@@ -5,7 +5,7 @@ Follow one object from pending to healthy:
 1. :meth:`Run.consider` queues a pending step when something it depends on changed state; the loop's
    :meth:`Run._start_candidates` starts it (an :class:`~kfctl.engine.work.Apply` on a worker) once every
    dependency is ready — or, for an order-only rule, applied — and an apply slot is free. When slots are
-   few, the step with the longest chain of waits behind it goes first (:mod:`kfctl.plan.priority`).
+   few, the step with the longest chain of waits from it goes first (:mod:`kfctl.plan.priority`).
 2. :meth:`Run._after_apply` records the outcome (Created, Configured …). Without a wait it is ready; else
    it is "waiting", judged at once on the object the server returned (:meth:`Run._judge`).
 3. A waiting step is checked again at its ``next_check`` (a quarter second, backing off to
@@ -80,7 +80,7 @@ class Track:
 
     step: Step
     index: int  # position in topological order: queues hold these
-    height: int = 0  # waits on the longest chain behind it (kfctl.plan.priority): started first when slots are few
+    height: int = 0  # waits on the longest chain from it (kfctl.plan.priority): started first when slots are few
     state: State = "pending"
     started: float | None = None  # first apply attempt
     attempts: int = 0
@@ -261,7 +261,7 @@ class Run:
 
     # --- starting applies --------------------------------------------------------------------------------
     def _start_candidates(self, now: float) -> None:
-        """Look at queued pending steps, the longest chain of waits behind them first, then in plan order;
+        """Look at queued pending steps, the longest chain of waits from them first, then in plan order;
         stop at the first that waits for an apply slot."""
         while self.candidates:
             _, i = heapq.heappop(self.candidates)
