@@ -1,5 +1,5 @@
 """Which ready step to start first when the apply slots are all taken: the one with the longest chain of
-waits after it.
+waits from it.
 
 A first install releases a couple of hundred objects at once (RBAC, ConfigMaps, CRDs) into eight apply
 slots. Taken in plan order, the ServiceAccount of a slow operator's Deployment queues behind objects that
