@@ -14,7 +14,8 @@ from pathlib import Path
 
 import kube_rest
 import pytest
-from kube_rest import JSON
+from harness import poll
+from kube_rest import JSON, ApiError
 from netns import connect_in_netns
 from test_apply_support import kfctl
 
@@ -58,6 +59,31 @@ def tfjob(name: str, *, worker_fails: str | None = None) -> JSON:
         "metadata": {"name": name, "namespace": "kubeflow"},
         "spec": {"tfReplicaSpecs": specs},
     }
+
+
+def create_tfjob(api: kube_rest.Client, job: JSON, *, timeout: float = 60) -> JSON:
+    """Create `job` once the operator's webhook answers; only that call failing is retried.
+
+    The operator reports Ready when its certificates exist and its webhook server listens, but registers its
+    webhook handlers afterwards, one scheme at a time in a goroutine (training-operator v1.9,
+    cmd/training-operator.v1/main.go: setupProbeEndpoints and setupControllers). Just after kfctl reports it
+    healthy, the API server's call can still get a 404 ("failed calling webhook …: the server could not find
+    the requested resource"); a user would retry, and so does this. Any other error fails at once.
+    """
+    name = job["metadata"]["name"]
+
+    def create() -> JSON | None:
+        try:
+            return api.create(TFJOBS, job)
+        except ApiError as e:
+            if e.status == 409:  # an earlier try was admitted after all
+                return api.get(f"{TFJOBS}/{name}")
+            if e.status == 500 and "failed calling webhook" in str(e):
+                raise  # not yet: poll counts it as not-yet and shows it on timeout
+            pytest.fail(f"creating TFJob {name}: {e}", pytrace=False)
+
+    result: JSON = poll(create, timeout=timeout, what=f"the operator's webhook to admit TFJob {name}", interval=0.5)
+    return result
 
 
 def condition(obj: JSON | None, kind: str) -> JSON | None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import kube_rest
 import pytest
 from harness import poll
-from runtime_support import TFJOBS, live_operator_pods, operator_logs, tfjob
+from runtime_support import TFJOBS, create_tfjob, live_operator_pods, operator_logs, tfjob
 from test_apply_support import REPO, kfctl
 
 pytestmark = pytest.mark.e2e
@@ -58,7 +58,7 @@ def test_a_clusterrole_missing_the_pod_rule_leaves_the_tfjob_without_pods_and_th
             run = kfctl(*args, kubeconfig=kubeconfig)
             # Every object is valid: the install itself succeeds.
             assert run.code == 0, run.explain()
-        api.create(TFJOBS, tfjob("rbac-seed"))
+        create_tfjob(api, tfjob("rbac-seed"))
         lines = poll(
             lambda: forbidden_lines(api, pod_runtime),
             timeout=120,

@@ -21,8 +21,8 @@ from pathlib import Path
 import kube_rest
 import pytest
 from harness import poll
-from kube_rest import JSON, ApiError
-from runtime_support import TFJOBS, condition, install_training_operator, tfjob, uninstall
+from kube_rest import JSON
+from runtime_support import TFJOBS, condition, create_tfjob, install_training_operator, tfjob, uninstall
 
 pytestmark = pytest.mark.e2e
 
@@ -57,16 +57,7 @@ def run_to_end(api: kube_rest.Client, job: JSON) -> Iterator[JSON]:
 def create_and_wait(api: kube_rest.Client, job: JSON) -> JSON:
     name = job["metadata"]["name"]
     t0 = time.monotonic()
-
-    def create() -> JSON | None:
-        try:
-            return api.create(TFJOBS, job)
-        except ApiError as e:
-            if e.status == 409:  # an earlier try was admitted after all
-                return api.get(f"{TFJOBS}/{name}")
-            raise
-
-    poll(create, timeout=60, what=f"the operator's webhook to admit TFJob {name}", interval=0.5)
+    create_tfjob(api, job)
 
     def finished() -> JSON | None:
         current = api.get(f"{TFJOBS}/{name}")

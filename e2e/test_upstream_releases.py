@@ -29,7 +29,7 @@ import kube_rest
 import pytest
 import yaml
 from harness import Cluster, poll, run_cluster
-from runtime_support import TFJOBS, condition, tfjob
+from runtime_support import TFJOBS, condition, create_tfjob, tfjob
 from test_apply_support import REPO, kfctl, kubectl
 
 pytestmark = pytest.mark.e2e
@@ -165,7 +165,7 @@ def operator_binaries(state_dir: Path) -> dict[str, str]:
 
 def run_tfjob(api: kube_rest.Client, name: str) -> dict[str, Any]:
     """A TFJob through the real operator (its webhook admits it, its controller runs it) to Succeeded."""
-    api.create(TFJOBS, tfjob(name))
+    create_tfjob(api, tfjob(name))
     poll(
         lambda: (condition(api.get(f"{TFJOBS}/{name}"), "Succeeded") or {}).get("status") == "True",
         timeout=120,
