@@ -16,6 +16,7 @@ from fakecluster import FakeCluster, obj, served_crd
 from kfctl.check.model import CheckReport, InstalledContext
 from kfctl.check.runner import installed_checks, run_checks
 from kfctl.health.model import ready
+from kfctl.k8s.api import ApiError
 from kfctl.objects import ObjectKey
 
 TFJOB_NS = "kfctl-smoke-test-tfjob"
@@ -63,12 +64,14 @@ def nothing(_c: FakeCluster) -> None:
 
 
 def run(c: FakeCluster, operator: Operator, components: set[str], *, timeout: float = 10.0) -> CheckReport:
-    """Run the smoke checks of ``components`` with a clock that moves a second per sleep; the first sleep lets
-    ``operator`` act."""
+    """Run the smoke checks of ``components`` with a clock that moves a second per sleep; the first sleep once
+    the job exists lets ``operator`` act."""
     now = [0.0]
+    acted = [False]
 
     def sleep(seconds: float) -> None:
-        if now[0] == 0.0:
+        if not acted[0] and any(k.kind in ("TFJob", "TrainJob") for k in c.objects):
+            acted[0] = True
             operator(c)
         now[0] += seconds
 
@@ -180,6 +183,65 @@ def test_a_tfjob_smoke_run_ends_with_its_verdict_and_leaves_nothing(
     report = run(c, operator, {"training-operator"})
     [result] = report.results
     assert (result.category, result.name) == ("smoke", "smoke-tfjob")
+    assert (result.verdict, result.message, result.hint) == expected
+    assert left_behind(c) == []
+
+
+HOOK = "validator.tfjob.training-operator.kubeflow.org"
+NO_HANDLER = (
+    f'Internal error occurred: failed calling webhook "{HOOK}": failed to call webhook: the server could not find '
+    "the requested resource"
+)
+
+
+def with_a_ready_webhook(c: FakeCluster) -> FakeCluster:
+    """The training operator's validating webhook, its Service and a ready endpoint: the cluster shows it up."""
+    client = {"service": {"namespace": "kubeflow", "name": "training-operator"}, "caBundle": "Q0E="}
+    c.put(
+        obj(
+            "admissionregistration.k8s.io/v1",
+            "ValidatingWebhookConfiguration",
+            "v",
+            webhooks=[{"name": HOOK, "clientConfig": client}],
+        )
+    )
+    c.put(obj("v1", "Service", "training-operator", "kubeflow", spec={"ports": [{"port": 443}]}))
+    c.put(
+        obj(
+            "discovery.k8s.io/v1",
+            "EndpointSlice",
+            "training-operator-x",
+            "kubeflow",
+            labels={"kubernetes.io/service-name": "training-operator"},
+            endpoints=[{"addresses": ["10.0.0.7"], "conditions": {"ready": True}}],
+        )
+    )
+    return c
+
+
+@pytest.mark.parametrize(
+    ("refusals", "expected"),
+    [
+        pytest.param(3, ("pass", f"TFJob {TFJOB_NS} ran to Succeeded in 4s; its namespace is deleted", ""), id="3s"),
+        pytest.param(
+            30,
+            (
+                "fail",
+                f'webhook "{HOOK}" cannot be called: backend not ready (API server: {NO_HANDLER})',
+                "the component's controller is not running or not ready: kfctl status APPDIR names its Deployment "
+                "and why (kubectl get pods -n NAMESPACE, kubectl logs)",
+            ),
+            id="longer than SETTLE",
+        ),
+    ],
+)
+def test_a_job_is_created_once_a_webhook_that_is_still_starting_answers(
+    refusals: int, expected: tuple[str, str, str]
+) -> None:
+    """The operator is Ready but registers its webhook handler later (training-operator v1.9): a 404 per try."""
+    c = with_a_ready_webhook(cluster())
+    c.fail(ObjectKey("kubeflow.org", "TFJob", TFJOB_NS, TFJOB_NS), *[ApiError(500, NO_HANDLER)] * refusals)
+    [result] = run(c, job_ends("TFJob", "kubeflow.org", TFJOB_NS, "Succeeded"), {"training-operator"}).results
     assert (result.verdict, result.message, result.hint) == expected
     assert left_behind(c) == []
 

@@ -11,13 +11,21 @@ api` tells them apart:
 - ``admission webhook "…" denied the request``: a webhook refused a valid sample, quoted.
 
 Anything else is judged as apply judges it (kfctl.engine.retry.classify). Writes nothing but dry runs.
+
+A failed call to a webhook whose Service the cluster shows ready is tried again for up to ``SETTLE`` seconds
+before it is judged (``while_settling``, also used by the smoke jobs' create): some controllers report Ready
+before they register their webhook handlers. The training operator (v1.9) is Ready once its certificates exist
+and its webhook server listens, then registers one scheme's handler after another in a goroutine, so for a
+moment after `kfctl apply` reports it healthy the API server's call gets a 404 ("the server could not find the
+requested resource"). `linkerd check` waits for its checks the same way.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from kfctl.check.model import InstalledContext, Outcome
 from kfctl.check.samples import NAME_PREFIX, Sample
@@ -30,6 +38,10 @@ FAILED_CALL = re.compile(r'failed calling webhook "([^"]+)"')
 UNTRUSTED = ("x509:", "certificate signed by unknown authority")
 SERVICE_NOT_FOUND = re.compile(r'service "([^"]+)" not found')
 WEBHOOK_KINDS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
+SETTLE = 10.0  # seconds a webhook whose backend the cluster shows ready may take to answer
+SETTLE_INTERVAL = 1.0
+
+T = TypeVar("T")
 
 HINT_NOT_SERVED = (
     "kfctl apply APPDIR installs it (kfctl status APPDIR shows what is missing); an application marked "
@@ -87,7 +99,7 @@ def probe(ctx: InstalledContext, sample: Sample) -> Outcome:
                 HINT_NOT_SERVED,
             )
         try:
-            ctx.cluster.apply(obj, dry_run=True)
+            while_settling(ctx, functools.partial(ctx.cluster.apply, obj, dry_run=True))
         except NoKindMatch:  # its CRD went away between the two requests
             return Outcome(
                 "fail",
@@ -101,6 +113,28 @@ def probe(ctx: InstalledContext, sample: Sample) -> Outcome:
         f"the API server and its admission webhooks accept a new {sample.kinds} in {namespace} "
         "(server-side dry run, nothing stored)",
     )
+
+
+def while_settling(ctx: InstalledContext, call: Callable[[], T]) -> T:
+    """``call()``, tried again every ``SETTLE_INTERVAL`` s for up to ``SETTLE`` s while it fails only because the
+    API server could not call a webhook whose backend the cluster shows ready (Service, ready endpoint and CA
+    bundle all there): one that is starting. Any other error, and the last one, is raised."""
+    deadline = ctx.clock() + SETTLE
+    while True:
+        try:
+            return call()
+        except ApiError as e:
+            if ctx.clock() >= deadline or not _starting(ctx.cluster, e):
+                raise
+        ctx.sleep(SETTLE_INTERVAL)
+
+
+def _starting(cluster: Cluster, err: ApiError) -> bool:
+    call = FAILED_CALL.search(err.message)
+    if call is None or any(u in err.message for u in UNTRUSTED) or SERVICE_NOT_FOUND.search(err.message):
+        return False
+    hook = _find_webhook(cluster, call.group(1))
+    return hook is not None and webhook_problem(cluster, hook) == ""
 
 
 def rejected(cluster: Cluster, obj: Obj, err: ApiError) -> Outcome:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kfctl.check import samples
+from kfctl.check.admission import rejected, while_settling
 from kfctl.check.model import InstalledContext, Outcome
 from kfctl.k8s.api import ApiError
 from kfctl.objects import Obj
@@ -125,7 +126,10 @@ def _run_job(ctx: InstalledContext, scenario: Scenario, namespace: str) -> Outco
     what = f"{scenario.kind} {namespace}"
     api_version = str(job["apiVersion"])
     start = ctx.clock()
-    ctx.cluster.create(job)
+    try:
+        while_settling(ctx, lambda: ctx.cluster.create(job))
+    except ApiError as e:
+        return rejected(ctx.cluster, job, e)
     while True:
         live = ctx.cluster.get(api_version, scenario.kind, namespace=namespace, name=namespace) or {}
         conditions = {c.get("type"): c for c in (live.get("status") or {}).get("conditions") or []}
