@@ -36,7 +36,7 @@ from ownership_support import (
     subject,
 )
 from reliability_support import kubectl_apply
-from test_apply_support import CertManagerWebhookCA, kfctl, kubectl, write_local_kfdef
+from test_apply_support import CertManagerWebhookCA, Run, kfctl, kubectl, write_local_kfdef
 
 pytestmark = pytest.mark.e2e
 
@@ -73,16 +73,27 @@ def exists(kubeconfig: str, *what: str, namespace: str = "") -> bool:
     return bool(kubectl(kubeconfig, "get", *where, *what, "--ignore-not-found", "-o", "name").strip())
 
 
-def wait_gone(kubeconfig: str, *what: str, namespace: str = "", timeout: float = 180) -> None:
+def wait_gone(
+    kubeconfig: str, *what: str, namespace: str = "", timeout: float = 180, deleted: Run | None = None
+) -> None:
     """Wait until the object is gone; on timeout say what holds it (a namespace's conditions name the content or
-    finalizers left, or a discovery failure)."""
+    finalizers left, or a discovery failure) and, given the `kfctl delete` run that was to remove it, what that
+    run said of it (a namespace it kept names why)."""
     deadline = time.monotonic() + timeout
     while exists(kubeconfig, *what, namespace=namespace):
         if time.monotonic() > deadline:
             where = ["-n", namespace] if namespace else []
             left = kubectl(kubeconfig, "get", *where, *what, "-o", "json", check=False)
             status = json.loads(left).get("status", {}) if left.strip() else {}
-            pytest.fail(f"timed out after {timeout:.0f} s waiting for {' '.join(what)} gone; its status: {status}")
+            said = ""
+            if deleted is not None:
+                subject = f"{what[0].capitalize()} {what[-1]}"
+                lines = [f"{e['event']}: {e['message']}" for e in deleted.events if e["subject"] == subject]
+                said = f"; kfctl delete (exit {deleted.code}) said of {subject}: {lines or 'nothing'}"
+            pytest.fail(
+                f"timed out after {timeout:.0f} s waiting for {' '.join(what)} gone; its status: {status}{said}",
+                pytrace=False,
+            )
         time.sleep(0.2)
 
 
@@ -245,9 +256,9 @@ def test_reapply_puts_back_drift_in_kfctls_fields_then_writes_nothing(tmp_path: 
         pattern = rf"{objects} objects: 0 created, 0 configured, {objects} unchanged, 0 pruned in \d+\.\ds "
         assert re.fullmatch(pattern + r"\(0 write requests, \d+ in all\)", last), last
     finally:
-        kfctl("delete", str(app_dir), "--delete-storage", "--wait-timeout", "3m", kubeconfig=kubeconfig)
+        deleted = kfctl("delete", str(app_dir), "--delete-storage", "--wait-timeout", "3m", kubeconfig=kubeconfig)
         if not kubeflow_existed:  # the Helm tests below start without it
-            wait_gone(kubeconfig, "namespace", "kubeflow")
+            wait_gone(kubeconfig, "namespace", "kubeflow", deleted=deleted)
 
 
 # --- a real Helm release ----------------------------------------------------------------------------------
@@ -407,7 +418,7 @@ def test_helm_installed_cert_manager_serves_kserve_and_katib_as_an_external_appl
     finally:
         deleted = kfctl("delete", str(app_dir), "--delete-storage", "--wait-timeout", "3m", kubeconfig=kubeconfig)
         if not r.kubeflow_existed:
-            wait_gone(kubeconfig, "namespace", "kubeflow")
+            wait_gone(kubeconfig, "namespace", "kubeflow", deleted=deleted)
     assert deleted.code == 0, deleted.explain()
     assert identities(kubeconfig, r.objects) == r.before  # nor deleted
     assert helm_status(r) == "deployed"

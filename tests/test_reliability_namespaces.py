@@ -198,3 +198,76 @@ def test_a_refused_delete_is_reported_as_a_denial_and_nothing_is_lost_track_of()
     assert [k for k, _ in result.failed] == [items[0].key]
     assert "cannot delete resource" in result.failed[0][1]
     assert cluster.live(items[0].key) is not None
+
+
+class ListsFail(FakeCluster):
+    """Lists of the namespace's ConfigMaps fail with the scripted errors, one per call, then answer."""
+
+    def __init__(self, *errors: Exception) -> None:
+        super().__init__()
+        self.errors = list(errors)
+        self.calls = 0
+
+    def list(
+        self, api_version: str, kind: str, *, namespace: str | None = None, label_selector: str | None = None
+    ) -> list[Obj]:
+        if kind == "ConfigMap" and namespace == "shared":
+            self.calls += 1
+            if self.errors:
+                raise self.errors.pop(0)
+        return super().list(api_version, kind, namespace=namespace, label_selector=label_selector)
+
+
+TIMED_OUT = ApiError(500, "etcdserver: request timed out", reason="InternalError")
+GONE = ApiError(404, "the server could not find the requested resource", reason="NotFound")
+FORBIDDEN = ApiError(403, 'configmaps is forbidden: User "bob" cannot list resource "configmaps"', reason="Forbidden")
+
+
+@pytest.mark.parametrize(
+    ("errors", "kept", "lists"),
+    [
+        pytest.param([TIMED_OUT] * 2, "", 3, id="transient-then-answers"),
+        pytest.param(
+            [TIMED_OUT] * 100,
+            f"cannot check what it holds (configmaps: {TIMED_OUT}); kept without --force-namespaces",
+            None,
+            id="transient-until-the-deadline",
+        ),
+        pytest.param([GONE], "", 1, id="kind-not-served-at-once"),
+        pytest.param(
+            [FORBIDDEN],
+            f"cannot check what it holds (configmaps: {FORBIDDEN}); kept without --force-namespaces",
+            1,
+            id="forbidden-at-once",
+        ),
+    ],
+)
+def test_a_namespace_whose_contents_cannot_be_listed_is_kept_only_once_retrying_cannot_help(
+    errors: list[Exception], kept: str, lists: int | None
+) -> None:
+    """A failed list of one kind keeps the namespace (what it holds is unknown), but only after transient
+    failures were retried until the phase's deadline; a kind no longer served holds nothing."""
+    cluster = ListsFail()
+    items = [member(cluster, ours(obj("v1", "Namespace", "shared"))), member(cluster, ours(cm("mine")))]
+    cluster.errors = list(errors)
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    result = remove(
+        cluster,
+        items,
+        applyset_id=OURS,
+        reporter=EventLog(),
+        options=DELETE,
+        verb="Deleted",
+        clock=lambda: now[0],
+        sleep=sleep,
+    )
+    assert dict(result.kept).get(NS, "") == kept
+    assert (NS in result.removed) == (not kept)
+    if lists is not None:
+        assert cluster.calls == lists
+    else:
+        assert now[0] >= DELETE.wait_timeout, "retried until the phase's deadline"

@@ -8,7 +8,7 @@ made by itself. This module only reads; it never deletes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +16,7 @@ from typing import Any
 from kfctl.engine import labels
 from kfctl.engine.inventory import ID_LABEL as APPLYSET_ID_LABEL
 from kfctl.k8s.api import ApiError, Cluster, NoKindMatch, Resource
-from kfctl.objects import ObjectKey
+from kfctl.objects import Obj, ObjectKey
 
 # Made in every namespace by the control plane: never user data.
 AUTOMATIC_NAMES: dict[tuple[str, str], frozenset[str]] = {
@@ -92,13 +92,21 @@ def automatic(obj: Mapping[str, Any], group: str) -> bool:
 
 
 def namespace_contents(
-    cluster: Cluster, namespace: str, *, applyset_id: str, resources: tuple[Resource, ...], workers: int = 8
+    cluster: Cluster,
+    namespace: str,
+    *,
+    applyset_id: str,
+    resources: tuple[Resource, ...],
+    workers: int = 8,
+    retry: Callable[[Callable[[], list[Obj]]], list[Obj]] = lambda list_: list_(),
 ) -> Contents:
-    """The objects in ``namespace`` that are neither ours (our ApplySet label) nor automatic."""
+    """The objects in ``namespace`` that are neither ours (our ApplySet label) nor automatic. Each kind's list
+    goes through ``retry`` (the caller's retry of transient failures); a kind still unreadable keeps the
+    namespace, because what it holds is unknown."""
 
     def one(res: Resource) -> tuple[list[Foreign], str]:
         try:
-            items = cluster.list(res.api_version, res.kind, namespace=namespace)
+            items = retry(lambda: cluster.list(res.api_version, res.kind, namespace=namespace))
         except NoKindMatch:
             return [], ""
         except ApiError as e:

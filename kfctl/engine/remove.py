@@ -146,6 +146,17 @@ class _Context:
             fn, deadline=self.deadline, cap=5.0, clock=self.clock, sleep=self.sleep, give_up=_precondition_failed
         )
 
+    def call_listing(self, fn: Callable[[], T]) -> T:
+        """As ``call`` for a list of one kind, except that a kind not served (any more) is answered at once:
+        retry's "not found yet" means nothing to a list, whose kind's CRD was deleted in an earlier phase."""
+        return retry_transient(
+            fn, deadline=self.deadline, cap=5.0, clock=self.clock, sleep=self.sleep, give_up=_kind_not_served
+        )
+
+
+def _kind_not_served(e: BaseException) -> bool:
+    return isinstance(e, ApiError) and e.status in (404, 405)
+
 
 def _precondition_failed(e: BaseException) -> bool:
     """A UID precondition that failed: the object was replaced by someone else's, which we must not delete."""
@@ -224,7 +235,9 @@ def _protected(ctx: _Context, key: ObjectKey, m: Member, live: Obj) -> str:
                 ctx.resources = ctx.call(cluster.namespaced_resources)
             resources = ctx.resources
             contents = ctx.call(
-                lambda: namespace_contents(cluster, key.name, applyset_id=ctx.applyset_id, resources=resources)
+                lambda: namespace_contents(
+                    cluster, key.name, applyset_id=ctx.applyset_id, resources=resources, retry=ctx.call_listing
+                )
             )
             if contents.keeps:
                 return f"{contents.describe()}; kept without {options.force_flag}"
