@@ -61,29 +61,35 @@ def tfjob(name: str, *, worker_fails: str | None = None) -> JSON:
     }
 
 
-def create_tfjob(api: kube_rest.Client, job: JSON, *, timeout: float = 60) -> JSON:
-    """Create `job` once the operator's webhook answers; only that call failing is retried.
+def create_admitted(api: kube_rest.Client, path: str, obj: JSON, *, timeout: float = 60) -> JSON:
+    """Create `obj` at `path` once the webhook that admits it answers; only that call failing is retried.
 
-    The operator reports Ready when its certificates exist and its webhook server listens, but registers its
-    webhook handlers afterwards, one scheme at a time in a goroutine (training-operator v1.9,
-    cmd/training-operator.v1/main.go: setupProbeEndpoints and setupControllers). Just after kfctl reports it
-    healthy, the API server's call can still get a 404 ("failed calling webhook …: the server could not find
-    the requested resource"); a user would retry, and so does this. Any other error fails at once.
+    Operators can report Ready before they register their webhook handlers: the training operator (v1.9,
+    cmd/training-operator.v1/main.go: setupProbeEndpoints and setupControllers) is Ready once its certificates
+    exist and its webhook server listens, then registers one scheme's handler after another in a goroutine. Just
+    after kfctl reports it healthy, the API server's call can still get a 404 ("failed calling webhook …: the
+    server could not find the requested resource"); a user would retry, and so does this (`kfctl check` too).
+    Any other error fails at once.
     """
-    name = job["metadata"]["name"]
+    name = obj["metadata"]["name"]
 
     def create() -> JSON | None:
         try:
-            return api.create(TFJOBS, job)
+            return api.create(path, obj)
         except ApiError as e:
             if e.status == 409:  # an earlier try was admitted after all
-                return api.get(f"{TFJOBS}/{name}")
+                return api.get(f"{path}/{name}")
             if e.status == 500 and "failed calling webhook" in str(e):
                 raise  # not yet: poll counts it as not-yet and shows it on timeout
-            pytest.fail(f"creating TFJob {name}: {e}", pytrace=False)
+            pytest.fail(f"creating {obj['kind']} {name}: {e}", pytrace=False)
 
-    result: JSON = poll(create, timeout=timeout, what=f"the operator's webhook to admit TFJob {name}", interval=0.5)
+    what = f"the webhook admitting {obj['kind']} {name} to answer"
+    result: JSON = poll(create, timeout=timeout, what=what, interval=0.5)
     return result
+
+
+def create_tfjob(api: kube_rest.Client, job: JSON) -> JSON:
+    return create_admitted(api, TFJOBS, job)
 
 
 def condition(obj: JSON | None, kind: str) -> JSON | None:

@@ -25,6 +25,7 @@ import kube_rest
 import pytest
 from harness import poll
 from kube_rest import JSON, ApiError
+from runtime_support import create_admitted
 from test_apply_support import REPO, kfctl
 
 pytestmark = pytest.mark.e2e
@@ -71,8 +72,7 @@ def create(api: kube_rest.Client, path: str, obj: JSON) -> JSON:
     if api.get(f"{path}/{name}") is not None:
         api.delete(f"{path}/{name}")
         poll(lambda: api.get(f"{path}/{name}") is None, timeout=60, what=f"the old {name} to go")
-    created: JSON = api.create(path, obj)
-    return created
+    return create_admitted(api, path, obj)
 
 
 def condition(obj: JSON | None, kind: str) -> JSON:
