@@ -40,6 +40,12 @@ class ApiError(Exception):
         super().__init__(f"{method} {path}: HTTP {status}: {detail}")
 
 
+def webhook_not_answering(e: ApiError) -> bool:
+    """The API server could not call an admission webhook (HTTP 500, "failed calling webhook"): its backend is
+    gone or still starting — unlike a denial, worth another try while an operator starts."""
+    return e.status == 500 and "failed calling webhook" in str(e)
+
+
 class Client:
     """One API server, one connection at a time (a lock makes it usable from several threads)."""
 

@@ -79,7 +79,7 @@ def create_admitted(api: kube_rest.Client, path: str, obj: JSON, *, timeout: flo
         except ApiError as e:
             if e.status == 409:  # an earlier try was admitted after all
                 return api.get(f"{path}/{name}")
-            if e.status == 500 and "failed calling webhook" in str(e):
+            if kube_rest.webhook_not_answering(e):
                 raise  # not yet: poll counts it as not-yet and shows it on timeout
             pytest.fail(f"creating {obj['kind']} {name}: {e}", pytrace=False)
 
