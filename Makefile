@@ -17,10 +17,10 @@ export GOTOOLCHAIN := local
 
 .PHONY: setup tools demo demo-down test lint unit clean
 
-$(BIN)/.installed: pyproject.toml setup.py
+$(BIN)/.installed: pyproject.toml setup.py testbed/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev]' -e ./testbed
 	touch $@
 
 tools:
@@ -43,9 +43,10 @@ demo-down:
 	e2e/cluster down
 
 lint: $(BIN)/.installed
-	$(BIN)/ruff check kfctl tests e2e bench
-	$(BIN)/ruff format --check kfctl tests e2e bench
+	$(BIN)/ruff check kfctl testbed tests e2e bench
+	$(BIN)/ruff format --check kfctl testbed tests e2e bench
 	$(BIN)/mypy kfctl
+	$(BIN)/mypy --strict testbed/kfctl_testbed
 
 unit: $(BIN)/.installed
 	$(BIN)/pytest -m "not e2e"

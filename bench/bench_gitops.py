@@ -7,7 +7,7 @@ an order that rotates from run to run:
 - kfctl: `kfctl apply APPDIR --skip-generate` (dependency order, waits until every object is healthy,
   creates the generated Secrets, writes its inventory), wall seconds of the process.
 - Flux: the export (`kfctl export --format flux --prune`) and the app directory committed to a git repository
-  on 127.0.0.1 (e2e/gitserver.py); Flux's real source-controller and kustomize-controller (e2e/build-binaries
+  on 127.0.0.1 (kfctl_testbed.gitserver); Flux's real source-controller and kustomize-controller (e2e/build-binaries
   --flux) running against the cluster with its CRDs installed (untimed); then timed, what a user does: apply
   the GitRepository, once it has fetched apply the parent Kustomization that syncs the export (as `flux
   bootstrap` makes one), run `kfctl secrets apply` once the kubeflow namespace exists, until every
@@ -36,8 +36,8 @@ from benchlib import E2E, Samples, fresh_cluster, kfctl_argv, log, run_measured
 sys.path.insert(0, str(E2E))
 
 import flux_support
-import gitserver
 import kube_rest
+from kfctl_testbed import gitserver
 
 NAME = "bench"
 APP_PATH = f"clusters/{NAME}"

@@ -25,9 +25,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import gitserver
 import localcluster
 import pytest
+from kfctl_testbed import gitserver
 
 E2E_DIR = Path(__file__).resolve().parent
 CRDS = (E2E_DIR / "crds" / "flux-source-controller.yaml", E2E_DIR / "crds" / "flux-kustomize-controller.yaml")

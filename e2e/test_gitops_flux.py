@@ -6,7 +6,7 @@ processes (flux_support), the tests go the way a user goes, in order:
 
 1. `kfctl init` (the default kind platform), `generate`, `export --format flux --prune`; the app directory
    committed as the README says (kfdef.yaml, kustomize/, vendor/, rendered/, .gitignore) and the export beside
-   it, pushed to the loopback git server (gitserver.py: git's own smart HTTP); the export handed to Flux the
+   it, pushed to the loopback git server (kfctl_testbed.gitserver: git's own smart HTTP); the export handed to Flux the
    way `flux bootstrap` hands it a cluster path: its GitRepository, then a parent Kustomization (prune on)
    syncing the export's directory; `kfctl secrets apply` once the kubeflow namespace exists (README: the
    generated credentials are in no file). Every Kustomization becomes Ready, each only after the ones its
@@ -37,12 +37,12 @@ from pathlib import Path
 from typing import Any
 
 import flux_support
-import gitserver
 import kube_rest
 import pytest
 import yaml
 from flux_support import FLUX_NAME_LABEL, GITREPOSITORIES, KUSTOMIZATIONS, Flux, Repo
 from harness import Cluster, poll
+from kfctl_testbed import gitserver
 from test_apply_support import kfctl
 
 from kfctl.objects import ObjectKey

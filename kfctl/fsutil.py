@@ -29,3 +29,13 @@ def write_atomic(path: Path, data: str, *, mode: int = 0o644) -> bool:
         Path(tmp).unlink(missing_ok=True)
         raise
     return True
+
+
+def place_content_addressed(tree: Path, final: Path) -> None:
+    """Rename a freshly filled ``tree`` to its content-addressed name ``final``. Another kfctl that filled the
+    same directory first wins: its content is the same by construction, so ours is dropped with its temp dir."""
+    try:
+        os.rename(tree, final)
+    except OSError:
+        if not final.is_dir():
+            raise

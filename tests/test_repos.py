@@ -155,8 +155,9 @@ def test_pinned_tarball_over_http_renders_then_generates_offline(
     ).is_file()
     assert (app / "vendor" / "repos" / "web" / "apps" / "web" / "configmap.yaml").is_file()
     assert (app / "kfdef.lock").read_text() == (
-        "# Written by kfctl generate: what each repo of the KfDef resolved to. Commit it with the KfDef;\n"
-        "# `kfctl generate --refresh` resolves the repos again and rewrites it. Do not edit.\n"
+        "# Written by kfctl generate: what each repo of the KfDef, and each remote base their kustomizations\n"
+        "# name, resolved to. Commit it with the KfDef; `kfctl generate --refresh` resolves them again and\n"
+        "# rewrites it. Do not edit.\n"
         "apiVersion: kfctl.kubeflow.org/v1alpha1\n"
         "kind: KfDefLock\n"
         "repos:\n"
@@ -376,7 +377,7 @@ def test_http_errors_are_render_errors(tmp_path: Path, served: tuple[Path, str],
     assert info.value.message == f'repo "web" ({base}/missing.tar.gz): download failed: HTTP 404 File not found'
 
 
-def test_remote_bases_are_refused_offline_naming_file_and_entry(tmp_path: Path, catalog: Catalog) -> None:
+def test_remote_bases_not_pinned_are_all_named_offline_with_file_and_line(tmp_path: Path, catalog: Catalog) -> None:
     repo = tmp_path / "demo" / "upstream"
     (repo / "apps" / "web").mkdir(parents=True)
     (repo / "apps" / "base").mkdir(parents=True)
@@ -388,17 +389,19 @@ def test_remote_bases_are_refused_offline_naming_file_and_entry(tmp_path: Path, 
     )
     app = tmp_path / "demo"
     path = write_kfdef(app, "./upstream")
-    with pytest.raises(RenderError) as info:
+    with pytest.raises(ConfigError) as info:
         generate(load_kfdef(path, catalog), catalog, offline=True)
-    assert info.value.message == f"{path}: --offline, but 3 kustomize reference(s) need the network"
+    assert info.value.message == "--offline, but 3 remote base(s) cannot be had without the network"
     assert info.value.details == [
-        "application web: repo web: apps/base/kustomization.yaml: resources entry "
-        '"github.com/kubeflow/manifests/common/x?ref=v1.10.0" is a remote base and needs the network',
-        'application web: repo web: apps/web/kustomization.yaml: resources entry "https://127.0.0.1:1/crd.yaml" '
-        "is a remote base and needs the network",
-        'application web: repo web: apps/web/kustomization.yaml: components entry "git@127.0.0.1:org/c.git" '
-        "is a remote base and needs the network",
+        'application web: repo "web": apps/base/kustomization.yaml:2: remote base '
+        "github.com/kubeflow/manifests/common/x?ref=v1.10.0 is not pinned in kfdef.lock",
+        'application web: repo "web": apps/web/kustomization.yaml:3: remote base https://127.0.0.1:1/crd.yaml '
+        "is not pinned in kfdef.lock",
+        'application web: repo "web": apps/web/kustomization.yaml:5: remote base git@127.0.0.1:org/c.git '
+        "is not pinned in kfdef.lock",
     ]
     assert info.value.hint == (
-        "vendor each remote base into the repo and refer to it by a relative path, or run without --offline"
+        "run `kfctl generate` once with network (or with a mirror: --mirror PREFIX=LOCATION) to fetch it into "
+        ".cache/remote/ and pin it in the lock file"
     )
+    assert not (app / "kfdef.lock").exists() and not (app / "rendered").exists()

@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 import pytest
 from test_plan_shared import UPSTREAM_APPS, write_kfdef
 
-from kfctl.app import generate as generate_module
+from kfctl.app import vendor as vendor_module
 from kfctl.app.generate import generate
 from kfctl.catalog.model import Catalog
 from kfctl.cli.main import main
@@ -497,7 +497,7 @@ def test_a_path_it_cannot_find_vendors_the_whole_application_directory(
             problems=('apps/web/kustomization.yaml patches: "patch.yaml" does not exist',),
         )
 
-    monkeypatch.setattr(generate_module, "kustomization_closure", misread)
+    monkeypatch.setattr(vendor_module, "kustomization_closure", misread)
     write_tree(tmp_path / "repo", REPO)
     app = tmp_path / "demo"
     kfdef = load_kfdef(write_kfdef(app, tmp_path / "repo", [("web", "apps/web", [])]), real_catalog)
@@ -596,7 +596,7 @@ def test_the_fallback_walk_copies_nothing_from_outside_the_repo(
         real = kustomization_closure(start, root=root)
         return Closure(real.files, problems=('apps/web/kustomization.yaml patches: "patch.yaml" does not exist',))
 
-    monkeypatch.setattr(generate_module, "kustomization_closure", misread)
+    monkeypatch.setattr(vendor_module, "kustomization_closure", misread)
     write_tree(tmp_path, OUTSIDE)
     write_tree(tmp_path / "repo", REPO)
     write_links(tmp_path / "repo", {"apps/web/secrets": "../../../secrets", "apps/web/loop": "."}, tmp_path)

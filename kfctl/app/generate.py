@@ -7,15 +7,9 @@ and the lock file (kfctl.repos); ``offline`` forbids network and git, ``refresh`
 lock file is rewritten only after a successful, non-check render (``check`` reports a stale one). The KfDef is
 only read.
 
-From a repo, only the files the applications' kustomizations use are vendored (kfctl.repos.closure); when
-that set cannot be computed for an application (a missing path), that application's whole directory tree
-is vendored too, and the whole repo when a kustomization cannot be parsed (its "../" references are
-unknown); the result says so. Rendering from the vendored copy is what proves the vendor directory builds.
-
-Nothing from outside a vendored source is ever copied: files are copied from their real path only after
-checking it is inside realpath(source) with no link on the way, and a symlink inside the source is recreated
-as a relative link to its vendored target (not as a copy), so kustomize resolves and restricts it exactly as
-in the source. A link that leads outside is left out (kfctl.repos.closure reports it).
+What is vendored, remote bases included, is kfctl.app.vendor's job; rendering from the vendored copy is what
+proves the vendor directory builds (without the network: every remote base is local by then). Mirrors, from
+``--mirror`` and the KfDef's ``spec.mirrors``, say where remote repos and bases are fetched from.
 """
 
 from __future__ import annotations
@@ -23,16 +17,16 @@ from __future__ import annotations
 import filecmp
 import os
 import shutil
-import stat
 import tempfile
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from kfctl.app.rendered import CACHE_DIR as PARSED_CACHE
 from kfctl.app.rendered import remember
+from kfctl.app.vendor import add_remote_bases, apply_rewrites, measure, vendor
 from kfctl.catalog.model import Catalog
 from kfctl.config.model import Application, KfDef
 from kfctl.errors import RenderError, StaleOutputError
@@ -42,9 +36,11 @@ from kfctl.render import cache as render_cache
 from kfctl.render import kustomize, split
 from kfctl.render.cache import CACHE_DIR, RenderCache
 from kfctl.render.layout import MIRROR_OVERLAY, AppLayout, container_images, plan_application
-from kfctl.repos.cache import resolve_repos
-from kfctl.repos.closure import Closure, kustomization_closure, tree_files
-from kfctl.repos.remote import remote_references
+from kfctl.repos.cache import Resolution, resolve_repos
+from kfctl.repos.lock import lock_path
+from kfctl.repos.mirror import Mirror, Mirrors
+from kfctl.repos.remote_bases import CACHE_DIR as REMOTE_CACHE
+from kfctl.repos.remote_bases import RemoteResolver
 
 OUTPUT_DIRS = ("vendor", "kustomize", "rendered")
 TMP_PREFIX = ".kfctl-tmp-"
@@ -63,6 +59,8 @@ class GenerateResult:
     vendored_files: int = 0  # in APPDIR/vendor/ as rendered
     vendored_bytes: int = 0
     vendor_fallbacks: tuple[str, ...] = ()  # applications whose whole directory (or repo) was vendored, and why
+    remote_bases: int = 0  # remote kustomize bases vendored
+    repinned: tuple[str, ...] = ()  # with --refresh: each repo or remote base that now resolves to other content
 
 
 def generate(
@@ -74,14 +72,23 @@ def generate(
     find: Callable[[], kustomize.Kustomize] = kustomize.find_kustomize,
     offline: bool = False,
     refresh: bool = False,
+    mirrors: tuple[Mirror, ...] = (),
 ) -> GenerateResult:
+    """``mirrors`` (from ``--mirror``) come before the KfDef's ``spec.mirrors`` for the same prefix."""
     start = time.monotonic()
     k = find()
     app_dir = kfdef.app_dir
     apps = kfdef.installed_applications()
-    repos = resolve_repos(kfdef, offline=offline, refresh=refresh)
-    if offline:
-        _refuse_remote_bases(kfdef, apps, repos.paths)
+    all_mirrors = Mirrors.of(mirrors, kfdef.mirrors)
+    repos = resolve_repos(kfdef, offline=offline, refresh=refresh, mirrors=all_mirrors)
+    resolver = RemoteResolver(
+        app_dir.joinpath(*REMOTE_CACHE),
+        locked=repos.locked_remote,
+        mirrors=all_mirrors,
+        offline=offline,
+        refresh=refresh,
+        lock_name=lock_path(kfdef.path).name,
+    )
     lock_written = False
     try:
         # --check writes nothing into APPDIR (a CI checkout may be read-only); a real run renders next to
@@ -91,9 +98,10 @@ def generate(
         raise _cannot_write(app_dir, e) from e
     try:
         count, fallbacks = _render_all(
-            kfdef, catalog, apps, k, tmp, jobs=jobs, sources=repos.paths, use_cache=not check
+            kfdef, catalog, apps, k, tmp, jobs=jobs, sources=repos.paths, use_cache=not check, resolver=resolver
         )
-        vendored_files, vendored_bytes = _measure(tmp / "vendor")
+        _record_remote(repos, resolver)
+        vendored_files, vendored_bytes = measure(tmp / "vendor")
         changed = _differences(tmp, app_dir)
         if check and repos.lock_stale():
             changed.append(repos.lock_file.name)  # beside the KfDef, so in APPDIR
@@ -123,7 +131,16 @@ def generate(
         vendored_files=vendored_files,
         vendored_bytes=vendored_bytes,
         vendor_fallbacks=tuple(fallbacks),
+        remote_bases=len(repos.remote),
+        repinned=tuple(repos.repinned),
     )
+
+
+def _record_remote(repos: Resolution, resolver: RemoteResolver) -> None:
+    """What the remote bases resolved to goes into the lock beside the repos."""
+    repos.remote = dict(resolver.resolved)
+    repos.fetched.extend(resolver.fetched)
+    repos.repinned.extend(resolver.repinned)
 
 
 def _cannot_write(app_dir: Path, e: OSError) -> RenderError:
@@ -132,23 +149,6 @@ def _cannot_write(app_dir: Path, e: OSError) -> RenderError:
         f"{app_dir}: cannot write the generated output ({e.strerror or e}{where})",
         hint="make APPDIR writable and check the free disk space, then re-run; the previous output is unchanged",
     )
-
-
-def _refuse_remote_bases(kfdef: KfDef, apps: tuple[Application, ...], sources: Mapping[str, Path]) -> None:
-    """With --offline, a remote base inside a repo would make kustomize reach the network: refuse first."""
-    problems: list[str] = []
-    for app in apps:
-        if app.repo.builtin or app.repo.name not in sources:
-            continue
-        root = sources[app.repo.name]
-        for ref in remote_references(root / app.path.strip("/"), root=root):
-            problems.append(f"application {app.name}: repo {app.repo.name}: {ref.describe(root)}")
-    if problems:
-        raise RenderError(
-            f"{kfdef.path}: --offline, but {len(problems)} kustomize reference(s) need the network",
-            details=problems,
-            hint="vendor each remote base into the repo and refer to it by a relative path, or run without --offline",
-        )
 
 
 def _render_all(
@@ -161,9 +161,12 @@ def _render_all(
     jobs: int | None,
     sources: Mapping[str, Path],
     use_cache: bool,
+    resolver: RemoteResolver,
 ) -> tuple[int, list[str]]:
     layouts = [plan_application(kfdef, catalog, app, sources=sources) for app in apps]
-    fallbacks = _vendor(layouts, tmp)
+    rewrites = add_remote_bases(layouts, resolver)
+    fallbacks = vendor(layouts, tmp)
+    apply_rewrites(rewrites, tmp)
     for layout in layouts:
         _write_files(layout, tmp)
 
@@ -176,7 +179,7 @@ def _render_all(
             # the repo; after a fallback (a reference it could not follow) kustomize's restrictor stays on.
             unrestricted = layout.unrestricted and not any(f.startswith(f"application {name}: ") for f in fallbacks)
             build = _Build(k, tmp, kfdef.app_dir, layout, unrestricted=unrestricted, cache=cache)
-            cacheable = use_cache and not _reaches_network(layout.app, sources)
+            cacheable = use_cache
             out, objects = build.run(
                 slot=f"{name}+images" if MIRROR_OVERLAY in layout.app.overlays else name, cacheable=cacheable
             )
@@ -211,14 +214,6 @@ def _render_all(
     # before anything is written to APPDIR (load_bundle merges the same way when it reads the files back).
     merge_copies(parsed, sources={name: str(kfdef.app_dir / "rendered" / f"{name}.yaml") for name, _ in parsed})
     return total, fallbacks
-
-
-def _reaches_network(app: Application, sources: Mapping[str, Path]) -> bool:
-    """A remote base makes kustomize fetch: its build is never taken from the cache."""
-    if app.repo.builtin or app.repo.name not in sources:
-        return False
-    root = sources[app.repo.name]
-    return any(True for _ in remote_references(root / app.path.strip("/"), root=root))
 
 
 class _Build:
@@ -280,83 +275,6 @@ def _build(k: kustomize.Kustomize, tmp: Path, app: str, app_dir: Path, *, unrest
         # kustomize names files under the temp dir, which is gone by the time the user reads this.
         e.details = [d.replace(str(tmp), str(app_dir)) for d in e.details]
         raise
-
-
-def _vendor(layouts: list[AppLayout], tmp: Path) -> list[str]:
-    """Copy every vendored part into ``tmp``; one line per application whose closure fell back to its tree."""
-    picked: dict[PurePosixPath, tuple[str, Path, set[PurePosixPath], dict[PurePosixPath, PurePosixPath]]] = {}
-    fallbacks: list[str] = []
-    for layout in layouts:
-        name = layout.app.name
-        for copy in layout.vendor:
-            if copy.start is None:  # a catalog part, taken whole: by the same rule as a repo
-                tree = tree_files(copy.source, root=copy.source)
-                if tree.problems:
-                    raise RenderError(f"application {name}: cannot vendor {copy.source}: {tree.problems[0]}")
-                _pick(picked, copy.dest, name, copy.source, tree)
-                continue
-            start = copy.source / copy.start
-            closure = kustomization_closure(start, root=copy.source)
-            _pick(picked, copy.dest, name, copy.source, closure)
-            if closure.problems:
-                # An unreadable kustomization may refer anywhere in the repo ("../"): only all of it is safe.
-                whole_repo = closure.unreadable
-                tree = tree_files(copy.source if whole_repo else start, root=copy.source)
-                _pick(picked, copy.dest, name, copy.source, tree)
-                what = (
-                    f"the whole repo {copy.dest}/" if whole_repo else f"its whole directory {copy.dest / copy.start}/"
-                )
-                more = f" (and {len(closure.problems) - 1} more)" if len(closure.problems) > 1 else ""
-                left_out = f"; left out: {'; '.join(tree.problems)}" if tree.problems else ""
-                fallbacks.append(f"application {name}: vendored {what} because {closure.problems[0]}{more}{left_out}")
-    for dest, (name, source, files, links) in picked.items():
-        real_source = Path(os.path.realpath(source))
-        for rel in sorted(files):
-            _copy_inside(real_source, rel, tmp / dest / rel, app=name)
-        for rel, target in sorted(links.items()):
-            link = tmp / dest / rel
-            try:
-                link.parent.mkdir(parents=True, exist_ok=True)
-                os.symlink(os.path.relpath(target, rel.parent), link)
-            except OSError as e:
-                raise RenderError(f"application {name}: cannot vendor symlink {source / rel}: {e}") from e
-    return fallbacks
-
-
-def _pick(
-    picked: dict[PurePosixPath, tuple[str, Path, set[PurePosixPath], dict[PurePosixPath, PurePosixPath]]],
-    dest: PurePosixPath,
-    name: str,
-    source: Path,
-    closure: Closure,
-) -> None:
-    """Several applications may use one repo: its vendored files and links are the union of their closures."""
-    entry = picked.setdefault(dest, (name, source, set(), {}))
-    entry[2].update(closure.files)
-    entry[3].update(closure.links)
-
-
-def _copy_inside(real_source: Path, rel: PurePosixPath, target: Path, *, app: str) -> None:
-    """Copy ``real_source/rel`` only when no symlink is on its way, so its content comes from inside the source
-    (closure reports real paths; checked again here because this is where content leaves the repo)."""
-    path = real_source / rel
-    if os.path.realpath(path) != str(path) or not stat.S_ISREG(os.lstat(path).st_mode):
-        raise RenderError(f"application {app}: refusing to vendor {path}: not a regular file inside {real_source}")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(path, target, follow_symlinks=False)
-    except OSError as e:
-        raise RenderError(f"application {app}: cannot copy {path}: {e}") from e
-
-
-def _measure(root: Path) -> tuple[int, int]:
-    """Files and bytes under ``root``."""
-    files = size = 0
-    for path in root.rglob("*") if root.is_dir() else ():
-        if path.is_file() and not path.is_symlink():  # a link's target is counted where it is
-            files += 1
-            size += path.stat().st_size
-    return files, size
 
 
 def _write_files(layout: AppLayout, tmp: Path) -> None:

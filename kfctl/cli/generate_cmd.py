@@ -12,6 +12,7 @@ from kfctl.cli.options import get_options, global_options
 from kfctl.cli.output import emit
 from kfctl.cli.target import kfdef_target, resolve_kfdef
 from kfctl.errors import UsageError
+from kfctl.repos.mirror import parse_flag
 
 
 @click.command()
@@ -21,10 +22,28 @@ from kfctl.errors import UsageError
 @click.option(
     "--offline", is_flag=True, help="Use only the repo cache and the lock file: no network, no git; fail on a miss."
 )
-@click.option("--refresh", is_flag=True, help="Ignore the lock file: resolve every repo again and rewrite the lock.")
+@click.option(
+    "--refresh",
+    is_flag=True,
+    help="Ignore the lock file: resolve every repo and remote base again, rewrite the lock, say what moved.",
+)
+@click.option(
+    "--mirror",
+    "mirror_flags",
+    multiple=True,
+    metavar="URL_PREFIX=LOCATION",
+    help="Fetch URLs starting with URL_PREFIX (repos and remote bases) from LOCATION: a git or HTTP(S) base URL, "
+    "file://…, or a local directory. Repeatable; before the KfDef's spec.mirrors.",
+)
 @global_options
 def generate(
-    app_dir: Path | None, kfdef_file: Path | None, check: bool, jobs: int | None, offline: bool, refresh: bool
+    app_dir: Path | None,
+    kfdef_file: Path | None,
+    check: bool,
+    jobs: int | None,
+    offline: bool,
+    refresh: bool,
+    mirror_flags: tuple[str, ...],
 ) -> None:
     """Render every application of the KfDef through kustomize.
 
@@ -35,19 +54,28 @@ def generate(
     A failed render leaves the previous output untouched; the KfDef is never rewritten.
 
     Repos that are archives or git are fetched into APPDIR/.cache/repos/ and recorded in a lock
-    file beside the KfDef (kfdef.yaml -> kfdef.lock), so later runs can be --offline.
+    file beside the KfDef (kfdef.yaml -> kfdef.lock), so later runs can be --offline. Remote
+    kustomize bases their kustomizations name (https://github.com/org/repo//path?ref=TAG, a plain
+    https://…/file.yaml) are fetched once into APPDIR/.cache/remote/, pinned in the lock (commit,
+    or sha256 and size), vendored under APPDIR/vendor/remote/ and referred to by a local path, so
+    `kustomize build` of the output needs no network. A pinned ref that now resolves to another
+    commit, or a file whose sha256 changed, is an error; --refresh accepts it and says what moved.
 
     \b
     Examples:
       kfctl generate demo
       kfctl generate -f demo/kfdef.yaml --check   # CI: fail if committed output is stale
       kfctl generate demo --offline               # no network: cache + kfdef.lock only
+      kfctl generate demo --mirror https://github.com/=http://mirror.internal/github/
     """
     opts = get_options()
     if offline and refresh:
         raise UsageError("--offline and --refresh contradict each other: refreshing needs the network")
     kfdef = resolve_kfdef(app_dir, kfdef_file)
-    result = run_generate(kfdef, load_catalog(), check=check, jobs=jobs, offline=offline, refresh=refresh)
+    mirrors = tuple(parse_flag(text, base_dir=Path.cwd()) for text in mirror_flags)
+    result = run_generate(
+        kfdef, load_catalog(), check=check, jobs=jobs, offline=offline, refresh=refresh, mirrors=mirrors
+    )
     verb = "Checked" if check else "Rendered"
     lines = [
         f"{verb} {len(result.applications)} application(s), {result.objects} objects, "
@@ -63,8 +91,11 @@ def generate(
         f"Vendored {result.vendored_files} file(s), {_size(result.vendored_bytes)} into {result.app_dir / 'vendor'}"
     )
     lines += result.vendor_fallbacks
+    if result.remote_bases:
+        lines.append(f"Vendored {result.remote_bases} remote base(s) into {result.app_dir / 'vendor' / 'remote'}")
     if result.fetched:
-        lines.append(f"Fetched repo(s): {', '.join(result.fetched)}")
+        lines.append(f"Fetched: {', '.join(result.fetched)}")
+    lines += [f"Re-pinned {line}" for line in result.repinned]
     if result.lock_written:
         lines.append(f"Wrote {kfdef.path.with_suffix('.lock')}")
     emit(
@@ -77,6 +108,8 @@ def generate(
             "check": check,
             "kustomize": result.kustomize,
             "fetched": list(result.fetched),
+            "remoteBases": result.remote_bases,
+            "repinned": list(result.repinned),
             "lockWritten": result.lock_written,
             "vendored": {
                 "files": result.vendored_files,

@@ -30,6 +30,7 @@ from kfctl.config.model import (
     SUPPORTED_VERSIONS,
     Application,
     KfDef,
+    Mirror,
     Plugin,
     Repo,
 )
@@ -40,7 +41,8 @@ _REPO_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # a directory nam
 # Keys allowed at each level of the document. The comment says which ones are kfctl's own additions.
 TOP_KEYS = ("apiVersion", "kind", "metadata", "spec", "status")
 METADATA_KEYS = ("name", "namespace", "labels", "annotations")
-SPEC_KEYS = ("applications", "repos", "plugins", "version", "platform")  # platform: ours
+SPEC_KEYS = ("applications", "repos", "plugins", "version", "platform", "mirrors")  # platform, mirrors: ours
+MIRROR_KEYS = ("prefix", "location")
 APP_KEYS = ("name", "kustomizeConfig", "dependsOn", "enabled", "external", "adopt")  # all but the first two: ours
 KCONFIG_KEYS = ("repoRef", "overlays", "parameters")
 REPOREF_KEYS = ("name", "path")
@@ -252,6 +254,7 @@ class _Validator:
         self.install_name = name
         apps = self.applications(spec, repos, platform)
         platform_params = self.platform_parameters(platform, plugins)
+        mirrors = self.mirrors(spec)
         return KfDef(
             path=self.path,
             api_version=api_version,
@@ -263,6 +266,7 @@ class _Validator:
             repos=tuple(repos.values()),
             plugins=tuple(plugins),
             platform_parameters=platform_params,
+            mirrors=tuple(mirrors),
             notes=tuple(self.notes),
         )
 
@@ -305,6 +309,27 @@ class _Validator:
                 continue
             repos[name] = Repo(name=name, uri=uri, sha256=sha, ref=ref)
         return repos
+
+    def mirrors(self, spec: Mapping[str, Any]) -> list[Mirror]:
+        """Where remote repos and bases are fetched from instead (kfctl.repos.mirror); a relative local
+        location is taken from the KfDef's directory."""
+        mirrors: list[Mirror] = []
+        seen: set[str] = set()
+        for path, item in self.items(spec, "mirrors", ("spec",)):
+            self.keys(item, MIRROR_KEYS, path)
+            prefix = self.string(item, "prefix", path, required=True)
+            location = self.string(item, "location", path, required=True)
+            if prefix is None or location is None:
+                continue
+            if prefix in seen:
+                self.p.add((*path, "prefix"), f'prefix "{prefix}" is mirrored twice')
+                continue
+            seen.add(prefix)
+            if "://" not in location and not location.startswith("git@"):
+                local = Path(location).expanduser()
+                location = str(local if local.is_absolute() else (self.path.parent / local).resolve())
+            mirrors.append(Mirror(prefix=prefix, location=location))
+        return mirrors
 
     def plugins(self, spec: Mapping[str, Any]) -> list[Plugin]:
         plugins: list[Plugin] = []

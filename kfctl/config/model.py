@@ -51,6 +51,18 @@ class Application:
 
 
 @dataclass(frozen=True)
+class Mirror:
+    """``spec.mirrors[]`` (ours) or ``--mirror``: fetch URLs starting with ``prefix`` from ``location`` instead
+    (a git or HTTP(S) base URL, a file:// URL, or an absolute local directory). See kfctl.repos.mirror."""
+
+    prefix: str
+    location: str
+
+    def describe(self) -> str:
+        return f"mirror {self.prefix} = {self.location}"
+
+
+@dataclass(frozen=True)
 class Plugin:
     kind: str
     name: str
@@ -70,6 +82,7 @@ class KfDef:
     plugins: tuple[Plugin, ...]
     # Values of the platform's parameters, taken from its plugin's spec.
     platform_parameters: dict[str, Any] = field(default_factory=dict)
+    mirrors: tuple[Mirror, ...] = ()
     # What loading assumed for a person to know (a KfDef of kfctl v1 without a name is named after its directory).
     notes: tuple[str, ...] = ()
 

@@ -9,9 +9,11 @@ files or the cache layout; it must not touch anything outside the directory it i
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -49,22 +51,44 @@ def run_git(args: Sequence[str], *, cwd: Path | None = None, timeout: float = 30
     # ext:: runs arbitrary commands; never allow it, whatever the user's git config says.
     argv = [find_git(), "-c", "protocol.ext.allow=never", *args]
     try:
-        out = subprocess.run(argv, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=timeout, check=False)
+        # A session of its own, so a timeout ends git's helpers too (git-remote-http holds the pipes open).
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+    except OSError as e:
+        raise RenderError(f"{what}: cannot run git: {e}", hint=INSTALL_HINT) from e
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired as e:
+        _kill_group(proc)
         raise RenderError(
             f"{what}: git {args[0]} did not finish within {timeout:.0f}s",
             hint="check the network and the repo URL, or use a cached copy with --offline",
         ) from e
-    except OSError as e:
-        raise RenderError(f"{what}: cannot run git: {e}", hint=INSTALL_HINT) from e
-    if out.returncode != 0:
-        tail = [line for line in out.stderr.strip().splitlines() if line.strip()][-6:]
+    except BaseException:
+        _kill_group(proc)  # Ctrl-C: no git left running behind us
+        raise
+    if proc.returncode != 0:
+        tail = [line for line in stderr.strip().splitlines() if line.strip()][-6:]
         raise RenderError(
-            f"{what}: git {args[0]} failed (exit code {out.returncode})",
+            f"{what}: git {args[0]} failed (exit code {proc.returncode})",
             details=tail,
             hint="check the repo URL and ref in the KfDef, and that git can reach it without a prompt",
         )
-    return out.stdout
+    return stdout
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    with contextlib.suppress(OSError):  # already gone
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate()
 
 
 def fetch_tree(url: str, ref: str, dest: Path, *, what: str, timeout: float = 300.0) -> str:

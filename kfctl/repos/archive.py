@@ -250,3 +250,29 @@ def check_links(root: Path, *, what: str, names_from: Path | None = None) -> Non
                 if resolved != real_root and not resolved.startswith(real_root + os.sep):
                     rel = os.path.relpath(path, names_from or root).replace(os.sep, "/")
                     raise _unsafe(what, rel, f"symlink {os.readlink(path)!r} points outside the tree")
+
+
+def check_tree_limits(root: Path, *, what: str, limits: Limits = Limits()) -> None:
+    """ConfigError if the tree under ``root`` (a fetched remote base) holds more files or bytes than an archive
+    may, or anything but directories, regular files and symlinks (links are checked by check_links)."""
+    count = total = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in (*dirnames, *filenames):
+            count += 1
+            if count > limits.max_members:
+                raise _tree_too_big(what, f"more than {limits.max_members} files")
+            path = os.path.join(dirpath, name)
+            info = os.lstat(path)
+            if stat.S_ISREG(info.st_mode):
+                total += info.st_size
+                if total > limits.max_bytes:
+                    raise _tree_too_big(what, f"more than {limits.max_bytes} bytes")
+            elif not (stat.S_ISDIR(info.st_mode) or stat.S_ISLNK(info.st_mode)):
+                raise _unsafe(what, os.path.relpath(path, root), "special files are not allowed")
+
+
+def _tree_too_big(what: str, reason: str) -> ConfigError:
+    return ConfigError(
+        f"{what}: the fetched tree is too large ({reason})",
+        hint="nothing was vendored; point the URL at a repository (or mirror) holding the manifests only",
+    )

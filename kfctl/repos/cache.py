@@ -13,18 +13,20 @@ This module never writes the KfDef, writes nothing outside the cache except the 
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 from kfctl.config.model import KfDef, Repo
 from kfctl.errors import ConfigError, RenderError
+from kfctl.fsutil import place_content_addressed
 from kfctl.render import git
 from kfctl.repos.archive import check_links, extract
 from kfctl.repos.download import fetch_archive
-from kfctl.repos.lock import LockEntry, lock_path, read_lock, render_lock, write_lock
+from kfctl.repos.lock import LockEntry, RemoteEntry, lock_path, read_lock_file, render_lock, write_lock
+from kfctl.repos.mirror import Mapped, Mirrors
 from kfctl.repos.source import Source, classify
 
 CACHE_DIR = (".cache", "repos")
@@ -40,21 +42,27 @@ class Resolution:
     entries: dict[str, LockEntry] = field(default_factory=dict)
     fetched: list[str] = field(default_factory=list)  # repos fetched (network or git) in this run
     had_lock: bool = False
+    mirrors: Mirrors = field(default_factory=Mirrors)
+    # Remote kustomize bases: what the lock said (by URL) and what this run resolved them to.
+    locked_remote: dict[str, RemoteEntry] = field(default_factory=dict)
+    remote: dict[str, RemoteEntry] = field(default_factory=dict)
+    repinned: list[str] = field(default_factory=list)  # with --refresh: what now resolves to something else
 
     def lock_stale(self) -> bool:
         """Whether the lock file on disk differs from what this resolution would write (``--check``)."""
-        if not self.entries and not self.had_lock:
+        if not self.entries and not self.remote and not self.had_lock:
             return False
         try:
-            return self.lock_file.read_text(encoding="utf-8") != render_lock(self.entries.values())
+            text = self.lock_file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             return True
+        return text != render_lock(self.entries.values(), self.remote.values())
 
     def write_lock(self) -> bool:
         """Write the lock file when there is something to record (or one exists); True if it changed."""
-        if not self.entries and not self.had_lock:
+        if not self.entries and not self.remote and not self.had_lock:
             return False
-        return write_lock(self.lock_file, self.entries.values())
+        return write_lock(self.lock_file, self.entries.values(), self.remote.values())
 
 
 def cache_root(kfdef: KfDef) -> Path:
@@ -67,11 +75,20 @@ def used_repos(kfdef: KfDef) -> list[Repo]:
     return [r for r in kfdef.repos if r.name in names]
 
 
-def resolve_repos(kfdef: KfDef, *, offline: bool = False, refresh: bool = False) -> Resolution:
-    """Resolve every used repo; ConfigError/RenderError naming the repo when one cannot be had."""
+def resolve_repos(
+    kfdef: KfDef, *, offline: bool = False, refresh: bool = False, mirrors: Mirrors | None = None
+) -> Resolution:
+    """Resolve every used repo; ConfigError/RenderError naming the repo when one cannot be had. ``mirrors``
+    say where a remote repo's bytes come from; the lock records its own uri either way."""
     lock_file = lock_path(kfdef.path)
-    locked = {} if refresh else read_lock(lock_file)
-    result = Resolution(lock_file=lock_file, had_lock=lock_file.exists())
+    lock = read_lock_file(lock_file)
+    locked = {} if refresh else lock.repos
+    result = Resolution(
+        lock_file=lock_file,
+        had_lock=lock_file.exists(),
+        mirrors=mirrors or Mirrors(),
+        locked_remote=dict(lock.remote),
+    )
     used = used_repos(kfdef)
     for repo in used:
         source = classify(repo, kfdef.app_dir, kfdef_path=kfdef.path)
@@ -82,6 +99,11 @@ def resolve_repos(kfdef: KfDef, *, offline: bool = False, refresh: bool = False)
         result.paths[repo.name] = path
         if entry is not None:
             result.entries[repo.name] = entry
+            old = lock.repos.get(repo.name)
+            if refresh and old is not None and old.uri == entry.uri and old.digest != entry.digest:
+                pinned = "commit" if entry.kind == "git" else "sha256"
+                old_value, new_value = (old.commit, entry.commit) if entry.kind == "git" else (old.sha256, entry.sha256)
+                result.repinned.append(f'repo "{repo.name}" ({repo.uri}): {pinned} {old_value} -> {new_value}')
     # Keep what is pinned for repos that are defined but unused now (a disabled application's).
     used_names = {r.name for r in used}
     for repo in kfdef.repos:
@@ -128,7 +150,8 @@ def _archive(
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{repo.name}-", dir=root))
     try:
         archive = tmp / "archive"
-        actual = fetch_archive(source.location, archive, local=source.local, what=source.where)
+        mapped = _mapped(source, result)
+        actual = fetch_archive(mapped.location, archive, local=mapped.local, what=_where(source, mapped))
         if expected is not None and actual != expected:
             pinned_by = "spec.repos[].sha256 in the KfDef" if repo.sha256 else lock_path_name(result)
             raise ConfigError(
@@ -146,7 +169,7 @@ def _archive(
             top = _single_top(tree)
             if top is not None:  # it may become the repo root: its links must stay inside it, too
                 check_links(top, what=source.where, names_from=tree)
-            _place(tree, final)
+            place_content_addressed(tree, final)
         result.fetched.append(repo.name)
         return _archive_root(final, app_paths, what=source.where), LockEntry(
             name=repo.name, uri=repo.uri, kind="archive", sha256=actual
@@ -176,17 +199,32 @@ def _git(
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{repo.name}-", dir=root))
     try:
         tree = tmp / "tree"
-        got = git.fetch_tree(source.location, commit or ref, tree, what=source.where)
+        mapped = _mapped(source, result)
+        got = git.fetch_tree(mapped.location, commit or ref, tree, what=_where(source, mapped))
         if commit is not None and got != commit:
             raise RenderError(f"{source.where}: fetched commit {got}, but {commit} was asked for")
         check_links(tree, what=source.where)
         final = root / f"{repo.name}-{got[:16]}"
         if not final.is_dir():
-            _place(tree, final)
+            place_content_addressed(tree, final)
         result.fetched.append(repo.name)
         return final, LockEntry(name=repo.name, uri=repo.uri, kind="git", ref=repo.ref, commit=got)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _mapped(source: Source, result: Resolution) -> Mapped:
+    """Where a repo's bytes come from: its own location, or a mirror's when one maps its uri."""
+    if source.local:
+        return Mapped(original=source.location, location=source.location, local=True)
+    mapped = result.mirrors.map(source.location)
+    if mapped.local and mapped.location.startswith("file://") and source.kind == "archive":
+        return Mapped(mapped.original, unquote(urlsplit(mapped.location).path), True, mapped.mirror)
+    return mapped
+
+
+def _where(source: Source, mapped: Mapped) -> str:
+    return source.where if mapped.mirror is None else f"{source.where}, from {mapped.tried()}"
 
 
 def lock_path_name(result: Resolution) -> str:
@@ -223,12 +261,3 @@ def _single_top(tree: Path) -> Path | None:
     if len(children) == 1 and children[0].is_dir() and not children[0].is_symlink():
         return children[0]
     return None
-
-
-def _place(tree: Path, final: Path) -> None:
-    try:
-        os.rename(tree, final)
-    except OSError:
-        # Another kfctl filled the same content-addressed directory first; theirs is as good as ours.
-        if not final.is_dir():
-            raise

@@ -37,7 +37,9 @@ def fetch_archive(
                     out.write(chunk)
             return digest.hexdigest()
         request = urllib.request.Request(location, headers={"User-Agent": f"kfctl/{__version__}"})  # noqa: S310
-        with urllib.request.urlopen(request, timeout=timeout) as response, dest.open("wb") as out:  # noqa: S310
+        # An opener per call reads the proxy environment now, not when the process first fetched something.
+        opener = urllib.request.build_opener()
+        with opener.open(request, timeout=timeout) as response, dest.open("wb") as out:
             while chunk := response.read(_CHUNK):
                 size += len(chunk)
                 if size > max_bytes:

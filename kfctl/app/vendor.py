@@ -1,0 +1,182 @@
+"""Copy what each application's kustomization uses into APPDIR/vendor/, remote bases included.
+
+From a repo, only the files the applications' kustomizations use are vendored (kfctl.repos.closure); when
+that set cannot be computed for an application (a missing path), that application's whole directory tree
+is vendored too, and the whole repo when a kustomization cannot be parsed (its "../" references are
+unknown); the result says so.
+
+A remote base a vendored kustomization names (``https://github.com/org/repo//path?ref=v1``, a plain
+``https://…/file.yaml``) is resolved once through kfctl.repos.remote_bases (pinned in the lock, kept in the
+cache, fetched through a mirror when one maps it), vendored under APPDIR/vendor/remote/<host>/<repo>@<pin>/
+by the same closure rules, and the vendored kustomization is rewritten to name that local copy (a header
+comment keeps the URL). Remote bases inside remote bases are followed the same way. So ``kustomize build``
+of APPDIR/kustomize/<app>/ needs no network.
+
+Nothing from outside a vendored source is ever copied: files are copied from their real path only after
+checking it is inside realpath(source) with no link on the way, and a symlink inside the source is recreated
+as a relative link to its vendored target (not as a copy), so kustomize resolves and restricts it exactly as
+in the source. A link that leads outside is left out (kfctl.repos.closure reports it).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from collections import defaultdict
+from pathlib import Path, PurePosixPath
+
+from kfctl import yamlio
+from kfctl.errors import ConfigError, KfctlError, RenderError
+from kfctl.render.layout import AppLayout, VendorCopy
+from kfctl.repos.closure import Closure, kustomization_closure, tree_files
+from kfctl.repos.kustomization_refs import remote_entries, rewrite
+from kfctl.repos.remote import remote_references
+from kfctl.repos.remote_bases import OfflineMiss, RemoteResolver
+from kfctl.repos.remote_url import parse_remote
+
+REMOTE_DIR = PurePosixPath("vendor/remote")
+MAX_REMOTE_BASES = 200  # a chain of remote bases naming ever new ones ends here
+REWRITE_NOTE = "kfctl generate vendored the remote bases of this file (the lock file pins each):"
+
+Rewrites = dict[PurePosixPath, dict[str, str]]
+
+
+def add_remote_bases(layouts: list[AppLayout], resolver: RemoteResolver) -> Rewrites:
+    """Resolve every remote base reachable from the layouts' vendored kustomizations, add each fetched tree to
+    its layout's vendor list, and return the rewrites: vendored kustomization file -> {URL: local path}."""
+    rewrites: Rewrites = defaultdict(dict)
+    misses: list[OfflineMiss] = []
+    count = 0
+    for layout in layouts:
+        pending = [c for c in layout.vendor if c.start is not None]
+        while pending:
+            copy = pending.pop(0)
+            assert copy.start is not None
+            real_source = Path(os.path.realpath(copy.source))
+            files = sorted({ref.file for ref in remote_references(copy.source / copy.start, root=copy.source)})
+            for kfile in files:
+                rel = PurePosixPath(kfile.relative_to(real_source).as_posix())
+                for entry in remote_entries(yamlio.read_text(kfile)):
+                    count += 1
+                    where = f"application {layout.app.name}: {_origin(copy)}{rel}:{entry.line}"
+                    if count > MAX_REMOTE_BASES:
+                        raise RenderError(f"{where}: more than {MAX_REMOTE_BASES} remote bases; is there a loop?")
+                    try:
+                        fetched = resolver.resolve(parse_remote(entry.value), where=where)
+                    except OfflineMiss as e:
+                        misses.append(e)
+                        continue
+                    except KfctlError as e:
+                        if not e.message.startswith(where):
+                            e.message = f"{where}: {e.message}"
+                            e.args = (e.message,)
+                        raise
+                    dest = REMOTE_DIR / fetched.vendor_name
+                    new = VendorCopy(fetched.tree, dest, start=fetched.start)
+                    if new not in layout.vendor:
+                        layout.vendor.append(new)
+                        pending.append(new)
+                    target = dest / fetched.start if str(fetched.start) != "." else dest
+                    rewrites[copy.dest / rel][entry.value] = os.path.relpath(target, (copy.dest / rel).parent)
+    if misses:
+        raise ConfigError(
+            f"--offline, but {len(misses)} remote base(s) cannot be had without the network",
+            details=[m.message for m in misses],
+            hint=misses[0].hint,
+        )
+    return rewrites
+
+
+def _origin(copy: VendorCopy) -> str:
+    """Where a vendored kustomization comes from, for messages: the repo, or the remote base it is part of."""
+    if copy.dest.is_relative_to(REMOTE_DIR):
+        return f"remote base {copy.dest.relative_to(REMOTE_DIR)}: "
+    if copy.dest.is_relative_to("vendor/repos"):
+        return f'repo "{copy.dest.relative_to("vendor/repos")}": '
+    return f"{copy.dest}/"
+
+
+def apply_rewrites(rewrites: Rewrites, tmp: Path) -> None:
+    """Point the vendored kustomizations in ``tmp`` at their remote bases' local copies."""
+    for rel, replacements in sorted(rewrites.items()):
+        path = tmp / rel
+        text = path.read_text(encoding="utf-8")
+        path.write_text(rewrite(text, replacements, note=REWRITE_NOTE), encoding="utf-8")
+
+
+def vendor(layouts: list[AppLayout], tmp: Path) -> list[str]:
+    """Copy every vendored part into ``tmp``; one line per application whose closure fell back to its tree."""
+    picked: dict[PurePosixPath, tuple[str, Path, set[PurePosixPath], dict[PurePosixPath, PurePosixPath]]] = {}
+    fallbacks: list[str] = []
+    for layout in layouts:
+        name = layout.app.name
+        for copy in layout.vendor:
+            if copy.start is None:  # a catalog part, taken whole: by the same rule as a repo
+                tree = tree_files(copy.source, root=copy.source)
+                if tree.problems:
+                    raise RenderError(f"application {name}: cannot vendor {copy.source}: {tree.problems[0]}")
+                _pick(picked, copy.dest, name, copy.source, tree)
+                continue
+            start = copy.source / copy.start
+            closure = kustomization_closure(start, root=copy.source)
+            _pick(picked, copy.dest, name, copy.source, closure)
+            if closure.problems:
+                # An unreadable kustomization may refer anywhere in the repo ("../"): only all of it is safe.
+                whole_repo = closure.unreadable
+                tree = tree_files(copy.source if whole_repo else start, root=copy.source)
+                _pick(picked, copy.dest, name, copy.source, tree)
+                what = (
+                    f"the whole repo {copy.dest}/" if whole_repo else f"its whole directory {copy.dest / copy.start}/"
+                )
+                more = f" (and {len(closure.problems) - 1} more)" if len(closure.problems) > 1 else ""
+                left_out = f"; left out: {'; '.join(tree.problems)}" if tree.problems else ""
+                fallbacks.append(f"application {name}: vendored {what} because {closure.problems[0]}{more}{left_out}")
+    for dest, (name, source, files, links) in picked.items():
+        real_source = Path(os.path.realpath(source))
+        for rel in sorted(files):
+            _copy_inside(real_source, rel, tmp / dest / rel, app=name)
+        for rel, target in sorted(links.items()):
+            link = tmp / dest / rel
+            try:
+                link.parent.mkdir(parents=True, exist_ok=True)
+                os.symlink(os.path.relpath(target, rel.parent), link)
+            except OSError as e:
+                raise RenderError(f"application {name}: cannot vendor symlink {source / rel}: {e}") from e
+    return fallbacks
+
+
+def _pick(
+    picked: dict[PurePosixPath, tuple[str, Path, set[PurePosixPath], dict[PurePosixPath, PurePosixPath]]],
+    dest: PurePosixPath,
+    name: str,
+    source: Path,
+    closure: Closure,
+) -> None:
+    """Several applications may use one repo: its vendored files and links are the union of their closures."""
+    entry = picked.setdefault(dest, (name, source, set(), {}))
+    entry[2].update(closure.files)
+    entry[3].update(closure.links)
+
+
+def _copy_inside(real_source: Path, rel: PurePosixPath, target: Path, *, app: str) -> None:
+    """Copy ``real_source/rel`` only when no symlink is on its way, so its content comes from inside the source
+    (closure reports real paths; checked again here because this is where content leaves the repo)."""
+    path = real_source / rel
+    if os.path.realpath(path) != str(path) or not stat.S_ISREG(os.lstat(path).st_mode):
+        raise RenderError(f"application {app}: refusing to vendor {path}: not a regular file inside {real_source}")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target, follow_symlinks=False)
+    except OSError as e:
+        raise RenderError(f"application {app}: cannot copy {path}: {e}") from e
+
+
+def measure(root: Path) -> tuple[int, int]:
+    """Files and bytes under ``root``."""
+    files = size = 0
+    for path in root.rglob("*") if root.is_dir() else ():
+        if path.is_file() and not path.is_symlink():  # a link's target is counted where it is
+            files += 1
+            size += path.stat().st_size
+    return files, size
