@@ -14,6 +14,11 @@ API server, what these controllers would do in a real cluster:
   webhook): while the server's Deployment exists, the Secret exists and holds a CA; and the server itself: an
   allow-all admission webhook with a certificate of that CA (e2e/standin_webhook.py), whose address the Lease
   carries (WEBHOOK_ADDRESSES) for the egress proxy (e2e/egress.py).
+- webhook servers that make their own serving CA at start and write it into the caBundle of the webhook
+  configurations naming their Service (table SELF_INJECTING_WEBHOOKS: istiod, the Spark operator's webhook,
+  Knative Serving's and net-istio's webhooks), none of which can be built here: while the server's Deployment
+  exists, the stand-in keeps a CA for it (in memory, as those servers keep theirs out of the install's objects),
+  sets that caBundle, and answers its admission reviews allow-all with no patch (never a sidecar it cannot run).
 - a volume provisioner for the StorageClasses in PROVISIONED_STORAGE_CLASSES: each pending claim gets a
   PersistentVolume bound to it, deleted again once the claim is gone; a pod the scheduler still holds back for
   its claims after they are all bound gets a wake-up (WAKE_AFTER_SECONDS).
@@ -69,6 +74,30 @@ class DynamicServingCA:
 
 DYNAMIC_SERVING_CAS: tuple[DynamicServingCA, ...] = (
     DynamicServingCA("cert-manager", "cert-manager-webhook", "cert-manager-webhook-ca"),
+)
+
+
+@dataclass(frozen=True)
+class SelfInjectingWebhook:
+    """A webhook server that makes its own CA and writes its caBundle itself (no cert-manager annotation)."""
+
+    namespace: str
+    service: str
+    deployment: str  # played only while this Deployment exists
+    who: str  # for the log and the e2e output
+
+    @property
+    def server_name(self) -> str:
+        return f"{self.service}.{self.namespace}.svc"
+
+
+SELF_INJECTING_WEBHOOKS: tuple[SelfInjectingWebhook, ...] = (
+    SelfInjectingWebhook("istio-system", "istiod", "istiod", "istiod (sidecar injector, config validation)"),
+    SelfInjectingWebhook(
+        "kubeflow", "spark-operator-webhook-svc", "spark-operator-webhook", "the Spark operator's webhook"
+    ),
+    SelfInjectingWebhook("knative-serving", "webhook", "webhook", "Knative Serving's webhook"),
+    SelfInjectingWebhook("knative-serving", "net-istio-webhook", "net-istio-webhook", "net-istio's webhook"),
 )
 
 # Claims of these classes get a PersistentVolume from the stand-in (the local cluster's default class).
@@ -224,10 +253,13 @@ class StandIn:
         api: kube_rest.Client,
         *,
         dynamic_serving_cas: tuple[DynamicServingCA, ...] = DYNAMIC_SERVING_CAS,
+        self_injecting: tuple[SelfInjectingWebhook, ...] = SELF_INJECTING_WEBHOOKS,
         webhook_server: standin_webhook.WebhookServer | None = None,
     ) -> None:
         self.api = api
         self.dynamic_serving_cas = dynamic_serving_cas
+        self.self_injecting = self_injecting
+        self.own_cas: dict[SelfInjectingWebhook, pki.KeyPair] = {}  # the played servers' CAs, in memory
         self.webhook_server = webhook_server
         # Pods held back for claims that are all bound, by UID: (first seen, next wake-up, wait before it), monotonic.
         self.held_back: dict[str, tuple[float, float, float]] = {}
@@ -239,6 +271,7 @@ class StandIn:
             self.certificates,
             self.dynamic_serving_ca_secrets,
             self.webhook_serving_certs,
+            self.self_injecting_webhooks,
             self.inject_ca,
             self.volumes,
         )
@@ -497,11 +530,19 @@ class StandIn:
             return None
         return unb64((secret.get("data") or {}).get("ca.crt")) or None
 
-    def patch_webhook_ca(self, base: str, item: JSON, bundle: bytes, what: str) -> None:
+    def patch_webhook_ca(
+        self, base: str, item: JSON, bundle: bytes, what: str, *, service: tuple[str, str] | None = None
+    ) -> None:
+        """Set ``bundle`` as the caBundle of the configuration's webhooks (only those calling ``service``
+        (namespace, name) when given)."""
         encoded = b64(bundle)
         ops: list[JSON] = []
         for i, webhook in enumerate(item.get("webhooks") or []):
-            current = (webhook.get("clientConfig") or {}).get("caBundle")
+            client = webhook.get("clientConfig") or {}
+            target = client.get("service") or {}
+            if service is not None and (target.get("namespace"), target.get("name")) != service:
+                continue
+            current = client.get("caBundle")
             if current == encoded:
                 continue
             # `test` guards each index against the list having changed since we read it.
@@ -554,6 +595,33 @@ class StandIn:
                 self.webhook_server.serve_certificate(entry.server_name, ca)
             else:
                 self.webhook_server.forget(entry.server_name)
+
+    # webhook servers that inject their own caBundle (istiod, the Spark operator, Knative) ---------------
+
+    def self_injecting_webhooks(self) -> None:
+        for entry in self.self_injecting:
+            path = f"/apis/apps/v1/namespaces/{entry.namespace}/deployments/{entry.deployment}"
+            deployment = self.api.get(path)
+            if deployment is None or deployment["metadata"].get("deletionTimestamp"):
+                if self.own_cas.pop(entry, None) is not None and self.webhook_server is not None:
+                    self.webhook_server.forget(entry.server_name)
+                continue
+            if entry not in self.own_cas:
+                self.own_cas[entry] = pki.make_ca(f"{entry.service} (stand-in for {entry.who})")
+                log.info("%s: played by the stand-in (allow-all, caBundle written as the server would)", entry.who)
+            ca = self.own_cas[entry]
+            if self.webhook_server is not None:
+                self.webhook_server.serve_certificate(entry.server_name, ca)
+            for configuration, base in WEBHOOK_CONFIGURATIONS.items():
+                for item in self.api.list(base):
+                    with self.guard(f"{configuration} webhook configuration {item['metadata']['name']}"):
+                        self.patch_webhook_ca(
+                            base,
+                            item,
+                            ca.cert_pem,
+                            f"{configuration} webhook configuration",
+                            service=(entry.namespace, entry.service),
+                        )
 
     # volumes ---------------------------------------------------------------------------------------
 
@@ -746,6 +814,7 @@ def main(argv: list[str] | None = None) -> int:
     webhook_server.start()
     controller = StandIn(api, webhook_server=webhook_server)
     served = {f"{e.namespace}/{e.service or e.deployment}": webhook_server.address for e in DYNAMIC_SERVING_CAS}
+    served |= {f"{e.namespace}/{e.service}": webhook_server.address for e in SELF_INJECTING_WEBHOOKS}
     identity = f"{socket.gethostname()}-{os.getpid()}"
     log.info("stand-in %s started against %s; plays %s", identity, args.kubeconfig, served)
     leading = False

@@ -80,12 +80,12 @@ class WebhookServer(ThreadingHTTPServer):
             context.load_cert_chain(cert, key)
         with self.lock:
             self.certificates[server_name] = (ca.cert_pem, context)
-        log.info("cert-manager webhook (stand-in): serving %s at %s", server_name, self.address)
+        log.info("webhook (stand-in): serving %s at %s", server_name, self.address)
 
     def forget(self, server_name: str) -> None:
         with self.lock:
             if self.certificates.pop(server_name, None) is not None:
-                log.info("cert-manager webhook (stand-in): no CA for %s any more", server_name)
+                log.info("webhook (stand-in): no CA for %s any more", server_name)
 
     def _choose(self, sock: ssl.SSLObject | ssl.SSLSocket, server_name: str | None, _: ssl.SSLContext) -> int | None:
         with self.lock:
@@ -101,7 +101,7 @@ class WebhookServer(ThreadingHTTPServer):
         return self.tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), address
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        log.debug("cert-manager webhook (stand-in): %s: %s", client_address, sys.exc_info()[1])
+        log.debug("webhook (stand-in): %s: %s", client_address, sys.exc_info()[1])
 
 
 class _Review(BaseHTTPRequestHandler):
@@ -117,7 +117,7 @@ class _Review(BaseHTTPRequestHandler):
         request = read_review(self)
         kind = request.get("kind") or {}
         log.info(
-            "cert-manager webhook (stand-in): %s %s: allowed %s %s/%s %s",
+            "webhook (stand-in): %s %s: allowed %s %s/%s %s",
             self.path,
             request.get("uid"),
             request.get("operation"),

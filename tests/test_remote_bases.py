@@ -75,9 +75,6 @@ def _build_mirror(root: Path, kustomize_argv: tuple[str, ...]) -> upstream_mirro
     """The remote bases' sources as GitHub serves them, plus the release tarball where GitHub serves it."""
     fixtures = shared_fixture("README.md").parent
     built = upstream_mirror.build(fixtures, root, kustomize=kustomize_argv)
-    release = built.files_root / "kubeflow/manifests/archive/refs/tags/v1.11.0.tar.gz"
-    release.parent.mkdir(parents=True)
-    release.symlink_to(shared_fixture("kubeflow-manifests-v1.11.0.tar.gz"))
     _evil_repo(built.root)
     return built
 
@@ -111,15 +108,8 @@ def write_kfdef(app: Path, git_base: str, file_base: str, apps: dict[str, str] =
             "platform": "generic",
             "repos": [{"name": "manifests", "uri": RELEASE_URL}],
             "mirrors": [
-                {
-                    "prefix": "https://github.com/kubeflow/manifests/archive/",
-                    "location": f"{file_base}/kubeflow/manifests/archive/",
-                },
-                {
-                    "prefix": "https://github.com/kubernetes-sigs/jobset/releases/",
-                    "location": f"{file_base}/kubernetes-sigs/jobset/releases/",
-                },
-                {"prefix": "https://github.com/", "location": git_base},
+                {"prefix": prefix, "location": location}
+                for prefix, location in upstream_mirror.Mirror.mirrors(git_base, file_base)
             ],
             "applications": [
                 {"name": name, "kustomizeConfig": {"repoRef": {"name": "manifests", "path": path}}}

@@ -7,9 +7,12 @@ from pathlib import Path
 import click
 
 from kfctl.app.init import init_app
+from kfctl.app.init_upstream import init_upstream
 from kfctl.catalog.load import load_catalog
 from kfctl.cli.options import get_options, global_options
 from kfctl.cli.output import emit
+from kfctl.errors import UsageError
+from kfctl.repos.mirror import parse_flag
 
 
 @click.command()
@@ -17,9 +20,23 @@ from kfctl.cli.output import emit
 @click.option(
     "--platform",
     "-p",
-    required=True,
+    default=None,
     metavar="NAME",
-    help="Cluster kind: kind, gcp, aws, azure or generic (an existing cluster).",
+    help="Cluster kind: kind, gcp, aws, azure or generic (an existing cluster). Required without --upstream.",
+)
+@click.option(
+    "--upstream",
+    metavar="RELEASE",
+    default=None,
+    help="Scaffold upstream Kubeflow's full platform instead: one application per resource line of the "
+    "release's example/kustomization.yaml. A tag (v1.11.0) or the URL or path of a release archive.",
+)
+@click.option(
+    "--mirror",
+    "mirror_flags",
+    multiple=True,
+    metavar="URL_PREFIX=LOCATION",
+    help="With --upstream: fetch URLs starting with URL_PREFIX from LOCATION; written into spec.mirrors.",
 )
 @click.option(
     "--components",
@@ -31,18 +48,67 @@ from kfctl.cli.output import emit
 @click.option("--namespace", "-n", default="kubeflow", show_default=True, help="Namespace of kfctl's inventory.")
 @click.option("--force", is_flag=True, help="Overwrite an existing APPDIR/kfdef.yaml.")
 @global_options
-def init(app_dir: Path, platform: str, components: str | None, namespace: str, force: bool) -> None:
+def init(
+    app_dir: Path,
+    platform: str | None,
+    upstream: str | None,
+    mirror_flags: tuple[str, ...],
+    components: str | None,
+    namespace: str,
+    force: bool,
+) -> None:
     """Scaffold APPDIR with a commented KfDef for a platform and a set of components.
 
     Works offline: component names come from the catalog shipped with kfctl. An existing
     kfdef.yaml is never overwritten without --force.
 
+    With --upstream RELEASE it scaffolds upstream Kubeflow's full platform instead (Istio and
+    login, the dashboard, profiles, notebooks, Pipelines, Katib, KServe, Spark ...): it fetches
+    the release and writes one application per line of its example/kustomization.yaml.
+
     \b
     Examples:
       kfctl init demo --platform kind
       kfctl init prod --platform aws --components training-operator,katib
+      kfctl init kubeflow --upstream v1.11.0
+      kfctl init kubeflow --upstream v1.11.0 --mirror https://github.com/=https://git.internal/github/
     """
     opts = get_options()
+    if upstream is not None:
+        if components is not None:
+            raise UsageError("--components picks catalog components; --upstream takes the release's own lines")
+        mirrors = tuple(parse_flag(text, base_dir=Path.cwd()) for text in mirror_flags)
+        up = init_upstream(
+            app_dir=app_dir,
+            release=upstream,
+            namespace=namespace,
+            platform=platform or "generic",
+            mirrors=mirrors,
+            force=force,
+        )
+        text = [f"Wrote {up.kfdef} (upstream Kubeflow {up.release}, {len(up.applications)} applications from {up.uri})"]
+        if up.not_applied:
+            text.append(f"Not applied (kustomize Components of upstream's example): {', '.join(up.not_applied)}")
+        text.append(f"Next: kfctl generate {app_dir}")
+        emit(
+            opts,
+            {
+                "kfdef": str(up.kfdef),
+                "release": up.release,
+                "uri": up.uri,
+                "applications": list(up.applications),
+                "notApplied": list(up.not_applied),
+            },
+            "\n".join(text),
+        )
+        return
+    if mirror_flags:
+        raise UsageError("--mirror goes with --upstream (for the catalog, set spec.mirrors in the KfDef)")
+    if platform is None:
+        raise UsageError(
+            "Missing option '--platform' / '-p'.",
+            hint="name the cluster kind (kfctl init demo --platform kind), or scaffold upstream Kubeflow (--upstream)",
+        )
     requested = [c.strip() for c in components.split(",") if c.strip()] if components is not None else None
     result = init_app(
         load_catalog(),

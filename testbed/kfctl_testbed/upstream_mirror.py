@@ -34,6 +34,9 @@ GIT_SOURCES = (
     GitSource("jobset-v0.10.1-config.tar.gz", "kubernetes-sigs/jobset", "v0.10.1"),
 )
 JOBSET_ASSET = "kubernetes-sigs/jobset/releases/download/v0.10.1/manifests.yaml"
+# kubeflow/manifests releases, where GitHub serves their archives (files/<this><tag>.tar.gz).
+RELEASES = {"v1.10.0": "kubeflow-manifests-v1.10.0.tar.gz", "v1.11.0": "kubeflow-manifests-v1.11.0.tar.gz"}
+RELEASE_ARCHIVES = "kubeflow/manifests/archive/refs/tags/"
 # The image JobSet's release asset names (its release process sets it; config/ names a staging image).
 JOBSET_STAGING_IMAGE = "us-central1-docker.pkg.dev/k8s-staging-images/jobset/jobset"
 JOBSET_RELEASE_IMAGE = ("registry.k8s.io/jobset/jobset", "v0.10.1")
@@ -52,9 +55,19 @@ class Mirror:
     def files_root(self) -> Path:
         return self.root / "files"
 
+    @staticmethod
+    def mirrors(git_base: str, file_base: str) -> list[tuple[str, str]]:
+        """(prefix, location) pairs that send GitHub's URLs to the two servers, as a user behind a mirror writes:
+        release archives and JobSet's release files to the file server, every git repository to the git server."""
+        return [
+            (f"https://github.com/{RELEASE_ARCHIVES}", f"{file_base}/{RELEASE_ARCHIVES}"),
+            ("https://github.com/kubernetes-sigs/jobset/releases/", f"{file_base}/kubernetes-sigs/jobset/releases/"),
+            ("https://github.com/", git_base),
+        ]
+
 
 def build(fixtures: Path, root: Path, *, kustomize: Sequence[str]) -> Mirror:
-    """Bare repositories for GIT_SOURCES and JobSet's stand-in release asset under ``root``."""
+    """Bare repositories for GIT_SOURCES, JobSet's stand-in release asset and the RELEASES under ``root``."""
     commits = {
         source.repo: _bare_repo(fixtures / source.fixture, root / "git" / source.repo, source.tag)
         for source in GIT_SOURCES
@@ -73,6 +86,10 @@ def build(fixtures: Path, root: Path, *, kustomize: Sequence[str]) -> Mirror:
         )
         built = subprocess.run([*kustomize, str(wrapper)], capture_output=True, text=True, check=True, timeout=300)
         asset.write_text(built.stdout, encoding="utf-8")
+    archives = root / "files" / RELEASE_ARCHIVES
+    archives.mkdir(parents=True)
+    for tag, fixture in RELEASES.items():
+        (archives / f"{tag}.tar.gz").symlink_to(fixtures / fixture)
     return Mirror(root=root, commits=commits)
 
 

@@ -1,0 +1,241 @@
+"""`kfctl init --upstream RELEASE`: scaffold upstream Kubeflow's full platform from the release's own example.
+
+What people install when they install Kubeflow is ``example/kustomization.yaml`` of a kubeflow/manifests
+release. This module fetches the release (a tag names GitHub's archive of it; a URL or a path is taken as
+it is), through the mirrors and into APPDIR/.cache/repos/ as ``generate`` would, reads that file, and writes
+a KfDef with one application per resource line, upstream's own comments kept beside each (they say what
+each line is and which alternatives exist). No ``dependsOn`` is written: the install order is kfctl's to
+infer. The repo is pinned by the lock on the first ``generate``. Never overwrites a KfDef without ``force``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from kfctl.app.init import GITIGNORE, KFDEF_FILE, name_from_directory
+from kfctl.config.model import DNS_LABEL, DNS_LABEL_RULE, Application, KfDef, Mirror, Repo
+from kfctl.errors import ConfigError, UsageError
+from kfctl.fsutil import write_atomic
+from kfctl.repos.cache import resolve_repos
+from kfctl.repos.mirror import Mirrors
+
+RELEASE_ARCHIVE = "https://github.com/kubeflow/manifests/archive/refs/tags/{tag}.tar.gz"
+EXAMPLE = "example/kustomization.yaml"
+REPO_NAME = "manifests"
+_TAG = re.compile(r"^v?[0-9]+\.[0-9]+(\.[0-9]+)?([-.][0-9A-Za-z.-]+)?$")
+_ENTRY = re.compile(r"^-\s+(?P<path>[^\s#]+)\s*(#\s?(?P<note>.*))?$")
+_TOP_KEY = re.compile(r"^[A-Za-z]\w*:")
+# Path segments that say nothing about what an application is; left out of its name.
+_GENERIC = frozenset({"..", ".", "common", "applications", "apps", "upstream", "base", "overlays", "installs", "env"})
+
+
+@dataclass(frozen=True)
+class ExampleLine:
+    path: str  # inside the release ("common/cert-manager/base")
+    comments: tuple[str, ...]  # upstream's comment lines just above it (a section title, alternatives)
+    note: str  # upstream's comment on the same line
+
+
+@dataclass(frozen=True)
+class Example:
+    lines: tuple[ExampleLine, ...]
+    components: tuple[str, ...]  # kustomize Components the example applies to everything
+
+
+@dataclass(frozen=True)
+class UpstreamInitResult:
+    kfdef: Path
+    release: str
+    uri: str
+    applications: tuple[str, ...]
+    not_applied: tuple[str, ...]  # the example's components, which kfctl does not apply
+
+
+def release_uri(release: str) -> str:
+    """A tag (``v1.11.0``) names GitHub's archive of the release; a URL or an archive path is used as it is."""
+    if _TAG.match(release):
+        return RELEASE_ARCHIVE.format(tag=release if release.startswith("v") else f"v{release}")
+    if "://" in release:
+        return release
+    return str(Path(release).expanduser().resolve())  # a path on the command line: from the working directory
+
+
+def read_example(text: str) -> Example:
+    """The resource lines (with the comments upstream wrote by them) and component lines of an example
+    kustomization. Line-based, because the comments are the point; a path is taken relative to
+    ``example/`` and made relative to the release's top."""
+    lines: list[ExampleLine] = []
+    components: list[str] = []
+    section = ""
+    pending: list[str] = []
+    for raw in text.splitlines():
+        stripped = raw.strip()
+        if _TOP_KEY.match(raw):
+            section = raw.split(":", 1)[0]
+            pending = []
+            continue
+        if section not in ("resources", "components") or not stripped:
+            if not stripped:
+                pending = []
+            continue
+        if stripped.startswith("#"):
+            pending.append(stripped.lstrip("#").strip())
+            continue
+        match = _ENTRY.match(stripped)
+        if match is None:
+            continue
+        path = _from_example(match["path"])
+        if section == "resources":
+            lines.append(ExampleLine(path, tuple(c for c in pending if c), (match["note"] or "").strip()))
+        else:
+            components.append(match["path"])
+        pending = []
+    return Example(tuple(lines), tuple(components))
+
+
+def _from_example(entry: str) -> str:
+    parts = [p for p in entry.split("/") if p not in ("", ".")]
+    if parts and parts[0] == "..":
+        return "/".join(parts[1:])
+    return "/".join(["example", *parts])
+
+
+def application_names(paths: list[str]) -> list[str]:
+    """A DNS label per path, from its telling segments: common/istio/istio-crds/base -> istio-crds."""
+    names: list[str] = []
+    for path in paths:
+        tokens: list[str] = []
+        for segment in path.split("/"):
+            if segment in _GENERIC:
+                continue
+            for token in re.split(r"[^a-z0-9]+", segment.lower()):
+                if token and (not tokens or tokens[-1] != token):
+                    tokens.append(token)
+        base = ("-".join(tokens) or "app")[:60].strip("-")
+        name, n = base, 2
+        while name in names:
+            name, n = f"{base}-{n}", n + 1
+        names.append(name)
+    return names
+
+
+def render_upstream_kfdef(
+    example: Example,
+    *,
+    release: str,
+    uri: str,
+    name: str,
+    namespace: str,
+    platform: str,
+    mirrors: tuple[Mirror, ...],
+) -> str:
+    paths = [line.path for line in example.lines]
+    lines = [
+        f"# Upstream Kubeflow {release}, the full platform: one application per resource line of the release's",
+        f"# {EXAMPLE} (upstream installs it with `kustomize build example | kubectl apply`), upstream's",
+        "# comments kept. kfctl infers the install order (CRDs, webhooks and their backends, namespaces,",
+        "# certificates), so no dependsOn is needed. To leave a part out, delete its application's lines;",
+        "# `kfctl plan` then names what else needed it. Written by `kfctl init --upstream`; the repo is pinned",
+        "# in kfdef.lock by the first `kfctl generate`.",
+    ]
+    if example.components:
+        lines += [
+            "# Not applied: upstream's example also applies these kustomize Components to everything it",
+            "# renders; kfctl renders each application on its own and does not apply them:",
+            *(f"#   {c}" for c in example.components),
+        ]
+    lines += [
+        "apiVersion: kfdef.apps.kubeflow.org/v1",
+        "kind: KfDef",
+        "metadata:",
+        f"  name: {name}",
+        f"  namespace: {namespace}  # where kfctl keeps its inventory of applied objects",
+        "spec:",
+        f"  platform: {platform}",
+        "  repos:",
+        f"    - name: {REPO_NAME}",
+        f"      uri: {json.dumps(uri)}",
+    ]
+    if mirrors:
+        lines.append("  mirrors:  # where remote repos and bases are fetched from instead")
+        for mirror in mirrors:
+            lines += [f"    - prefix: {json.dumps(mirror.prefix)}", f"      location: {json.dumps(mirror.location)}"]
+    lines.append("  applications:")
+    for entry, app_name in zip(example.lines, application_names(paths), strict=True):
+        lines += [f"    # {comment}" for comment in entry.comments]
+        note = f"  # {entry.note}" if entry.note else ""
+        lines += [
+            f"    - name: {app_name}{note}",
+            "      kustomizeConfig:",
+            f"        repoRef: {{name: {REPO_NAME}, path: {entry.path}}}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def init_upstream(
+    *,
+    app_dir: Path,
+    release: str,
+    namespace: str,
+    platform: str,
+    mirrors: tuple[Mirror, ...],
+    force: bool,
+) -> UpstreamInitResult:
+    if not DNS_LABEL.match(namespace):
+        raise UsageError(f"--namespace {namespace!r} must be {DNS_LABEL_RULE}")
+    if app_dir.exists() and not app_dir.is_dir():
+        raise UsageError(f"{app_dir}: exists and is not a directory")
+    target = app_dir / KFDEF_FILE
+    if target.exists() and not force:
+        raise UsageError(f"{target}: already exists; left unchanged", hint="pass --force to overwrite it")
+    uri = release_uri(release)
+    root = _fetch(app_dir, uri, mirrors)
+    example_file = root / EXAMPLE
+    if not example_file.is_file():
+        raise ConfigError(
+            f"--upstream {release}: {uri} holds no {EXAMPLE}, so it is not a kubeflow/manifests release",
+            hint="name a release tag (e.g. v1.11.0) or the archive of one",
+        )
+    example = read_example(example_file.read_text(encoding="utf-8"))
+    if not example.lines:
+        raise ConfigError(f"--upstream {release}: {example_file} lists no resources")
+    label = release if _TAG.match(release) else root.name  # an archive's top directory: manifests-1.10.0
+    text = render_upstream_kfdef(
+        example,
+        release=label,
+        uri=uri,
+        name=name_from_directory(app_dir),
+        namespace=namespace,
+        platform=platform,
+        mirrors=mirrors,
+    )
+    try:
+        write_atomic(target, text)
+        if not (app_dir / ".gitignore").exists():
+            write_atomic(app_dir / ".gitignore", GITIGNORE)
+    except OSError as e:
+        raise UsageError(f"{target}: cannot write: {e.strerror or e}") from e
+    names = application_names([line.path for line in example.lines])
+    return UpstreamInitResult(target, label, uri, tuple(names), example.components)
+
+
+def _fetch(app_dir: Path, uri: str, mirrors: tuple[Mirror, ...]) -> Path:
+    """The release's tree, fetched into APPDIR's repo cache as generate fetches it (no lock is written)."""
+    repo = Repo(name=REPO_NAME, uri=uri)
+    probe = Application(name="example", repo=repo, path="example", component=None)
+    kfdef = KfDef(
+        path=(app_dir / KFDEF_FILE).absolute(),
+        api_version="kfdef.apps.kubeflow.org/v1",
+        name="example",
+        namespace="kubeflow",
+        platform="generic",
+        version="",
+        applications=(probe,),
+        repos=(repo,),
+        plugins=(),
+        mirrors=mirrors,
+    )
+    return resolve_repos(kfdef, mirrors=Mirrors.of(mirrors)).paths[REPO_NAME]
