@@ -92,8 +92,14 @@ RUNNABLE_IMAGES: dict[str, dict[str, str]] = {
         "v0.15.2": "kserve-manager-v0.15.2",  # manifests v1.11.0
         "v0.14.1": "kserve-manager-v0.14.1",  # manifests v1.10.0
     },
-    "registry.k8s.io/jobset/jobset": {"v0.11.0": "jobset-controller"},
-    "ghcr.io/kubeflow/trainer/trainer-controller-manager": {"v2.2.0": "trainer-controller-manager"},
+    "registry.k8s.io/jobset/jobset": {
+        "v0.11.0": "jobset-controller",
+        "v0.10.1": "jobset-controller-v0.10.1",  # manifests v1.11.0 (Trainer's third-party JobSet)
+    },
+    "ghcr.io/kubeflow/trainer/trainer-controller-manager": {
+        "v2.2.0": "trainer-controller-manager",
+        "v2.1.0": "trainer-controller-manager-v2.1.0",  # manifests v1.11.0
+    },
 }
 
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -28,3 +29,12 @@ def real_catalog() -> Catalog:
 def upstream_v1_11() -> Path:
     """The kubeflow/manifests v1.11.0 tarball."""
     return shared_fixture("kubeflow-manifests-v1.11.0.tar.gz")
+
+
+@pytest.fixture(autouse=True)
+def _temp_files_in_the_tests_own_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What kfctl puts in the temp dir (a render it checks, the tree kustomize refused, kept for a person to look
+    at) lands in the test's own directory, which pytest cleans up."""
+    scratch = tmp_path / "tmpdir"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))

@@ -278,3 +278,72 @@ def test_check_writes_nothing_into_the_app_dir(
     monkeypatch.setattr(gen.tempfile, "mkdtemp", mkdtemp)
     assert generate(kfdef, catalog, check=True).changed == ()
     assert used == [None]
+
+
+KUSTOMIZE_ERRORS = [
+    (
+        "kustomize-binary",
+        ["# Warning: 'vars' is deprecated.", "Error: accumulating resources: 'missing.yaml': no such file"],
+        ["Error: accumulating resources: 'missing.yaml': no such file"],
+    ),
+    (
+        "kubectl-one-line",
+        ['"command failed" err="accumulating resources: lstat /x/missing.yaml: no such file or directory"'],
+        ["accumulating resources: lstat /x/missing.yaml: no such file or directory"],
+    ),
+    (
+        # kfctl_azure.v1.2.0.yaml against the v1.2.0 tree: the node kustomize looked at comes after the cause.
+        "kubectl-multi-line-cause-before-its-node",
+        [
+            '"command failed" err=<',
+            "\tconsidering field 'spec/template/spec/containers/0/args/1' of object Deployment: wrong node kind",
+            "\timage: gcr.io/kubeflow-images-public/admission-webhook:vmaster-ge5452b6f",
+            "\t- --tlsKeyFile=/etc/webhook/certs/tls.key",
+            " >",
+        ],
+        [
+            "considering field 'spec/template/spec/containers/0/args/1' of object Deployment: wrong node kind",
+            "\timage: gcr.io/kubeflow-images-public/admission-webhook:vmaster-ge5452b6f",
+            "\t- --tlsKeyFile=/etc/webhook/certs/tls.key",
+            " >",
+        ],
+    ),
+    ("no-cause-found", ["something", "else"], ["something", "else"]),
+]
+
+
+@pytest.mark.parametrize(("lines", "expected"), [c[1:] for c in KUSTOMIZE_ERRORS], ids=[c[0] for c in KUSTOMIZE_ERRORS])
+def test_kustomize_error_line_comes_first(lines: list[str], expected: list[str]) -> None:
+    from kfctl.render.kustomize import error_first
+
+    assert error_first(lines) == expected
+
+
+def test_the_tree_kustomize_refused_is_kept_with_the_command_that_shows_the_error(
+    tmp_path: Path, catalog: Catalog
+) -> None:
+    import shlex
+    import shutil
+    import subprocess
+
+    app = tmp_path / "demo"
+    path = write_kfdef(app)
+    (app / "mine" / "web").mkdir(parents=True)
+    (app / "mine" / "web" / "kustomization.yaml").write_text("resources: [missing.yaml]\n")
+    path.write_text(
+        path.read_text().replace("  repos: []\n", "")
+        + "    - name: web\n      kustomizeConfig:\n        repoRef: {name: mine, path: web}\n"
+        + "  repos:\n    - {name: mine, uri: mine}\n"
+    )
+    with pytest.raises(RenderError) as info:
+        generate(load_kfdef(path, catalog), catalog)
+    assert "missing.yaml" in info.value.details[0] and "no such file" in info.value.details[0]
+    assert info.value.hint is not None
+    command = info.value.hint.split("`")[1]
+    kept = Path(shlex.split(command)[-1]).parents[1]
+    try:
+        assert kept.name.startswith("kfctl-failed-web-") and not kept.is_relative_to(app)
+        again = subprocess.run(shlex.split(command), capture_output=True, text=True, check=False)
+        assert again.returncode != 0 and "missing.yaml" in again.stderr
+    finally:
+        shutil.rmtree(kept)

@@ -115,6 +115,9 @@ def generate(
         else:
             _swap_in(tmp, app_dir)
             lock_written = repos.write_lock()
+    except kustomize.KustomizeFailed as e:
+        _keep_failed(e, tmp)
+        raise
     except OSError as e:
         raise _cannot_write(app_dir, e) from e
     finally:
@@ -141,6 +144,25 @@ def _record_remote(repos: Resolution, resolver: RemoteResolver) -> None:
     repos.remote = dict(resolver.resolved)
     repos.fetched.extend(resolver.fetched)
     repos.repinned.extend(resolver.repinned)
+
+
+def _keep_failed(e: kustomize.KustomizeFailed, tmp: Path) -> None:
+    """Keep the tree kustomize refused (outside APPDIR, whose output stays as it was) and say how to run
+    kustomize on it: the person fixing the kustomization needs to see the files it read."""
+    try:
+        kept = Path(tempfile.mkdtemp(prefix=f"kfctl-failed-{e.app}-"))
+        for top in ("kustomize", "vendor"):
+            if (tmp / top).is_dir():
+                shutil.copytree(tmp / top, kept / top, symlinks=True)
+    except OSError:
+        e.details = [d.replace(str(tmp), "<render dir>") for d in e.details]
+        return
+    e.details = [d.replace(str(tmp), str(kept)) for d in e.details]
+    command = " ".join([*e.argv, str(kept / "kustomize" / e.app)])
+    e.hint = (
+        f"the failing kustomization is kept: `{command}` shows the same error; fix the file it names in the repo "
+        "(or the KfDef) and run `kfctl generate` again (the previous output is unchanged)"
+    )
 
 
 def _cannot_write(app_dir: Path, e: OSError) -> RenderError:
@@ -267,14 +289,9 @@ class _Build:
 
 
 def _build(k: kustomize.Kustomize, tmp: Path, app: str, app_dir: Path, *, unrestricted: bool) -> str:
-    try:
-        return kustomize.build(
-            k, tmp / "kustomize" / app, app=app, display=str(app_dir / "kustomize" / app), unrestricted=unrestricted
-        )
-    except RenderError as e:
-        # kustomize names files under the temp dir, which is gone by the time the user reads this.
-        e.details = [d.replace(str(tmp), str(app_dir)) for d in e.details]
-        raise
+    return kustomize.build(
+        k, tmp / "kustomize" / app, app=app, display=str(app_dir / "kustomize" / app), unrestricted=unrestricted
+    )
 
 
 def _write_files(layout: AppLayout, tmp: Path) -> None:

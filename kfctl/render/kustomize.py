@@ -102,10 +102,43 @@ def build(
         raise RenderError(f"application {app}: cannot run {argv[0]}: {e}", hint=INSTALL_HINT) from e
     if out.returncode != 0:
         lines = [_KLOG_PREFIX.sub("", line) for line in out.stderr.strip().splitlines()]
-        tail = "\n".join(lines[-8:]) or f"exit code {out.returncode}"
-        raise RenderError(
+        raise KustomizeFailed(
             f"application {app}: kustomize build {display} failed",
-            details=tail.splitlines(),
+            details=error_first(lines) or [f"exit code {out.returncode}"],
             hint="fix the kustomization named above (or the files it refers to) and re-run",
+            app=app,
+            argv=[*k.argv, *(UNRESTRICTED if unrestricted else ())],
         )
     return out.stdout
+
+
+class KustomizeFailed(RenderError):
+    """kustomize refused a build: ``app`` and the command (without the directory), so the caller can keep the
+    failing tree and say how to reproduce the error."""
+
+    def __init__(self, message: str, *, details: list[str], hint: str, app: str, argv: list[str]) -> None:
+        super().__init__(message, details=details, hint=hint)
+        self.app = app
+        self.argv = argv
+
+
+def error_first(lines: list[str], *, context: int = 8) -> list[str]:
+    """kustomize's own error line first, then the last ``context`` lines around it. kustomize prints
+    ``Error: <what>``; kubectl's embedded one logs ``"command failed" err=<`` and the error on the next line,
+    then whatever node it was looking at (a patch, a container), which is context, not the cause."""
+    cause: str | None = None
+    for i, line in enumerate(lines):
+        if line.startswith("Error: ") or line.startswith("error: "):
+            cause = line
+            break
+        if line.rstrip().endswith("err=<") and i + 1 < len(lines):
+            cause = lines[i + 1].strip()
+            break
+        if '"command failed" err="' in line:
+            cause = line.split('err="', 1)[1].rstrip().removesuffix('"')
+            break
+    rest = [line for line in lines if line.strip() and not line.startswith("# Warning:")]
+    if cause is None:
+        return rest[-context:]
+    rest = [line for line in rest if cause.strip() not in line and not line.rstrip().endswith("err=<")]
+    return [cause, *rest[-context:]]
