@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -263,11 +264,12 @@ BAD = [
             applications:
               - name: common
                 dependsOn: [comon]
+              - name: training-operator
             """
         ),
         [
             'kfdef.yaml:9:7 spec.plugins[0].spec: platform "aws" requires parameter "clusterName" in the spec of a '
-            "KfAwsPlugin plugin (EKS cluster name.)",
+            "KfAwsPlugin plugin, read by training-operator (EKS cluster name.)",
             'kfdef.yaml:12:19 spec.applications[0].dependsOn[0]: no application named "comon" (did you mean "common"?)',
         ],
         id="missing-platform-parameter-and-bad-dependency",
@@ -418,3 +420,47 @@ def test_platform_parameters_keep_unquoted_text_as_written(catalog: Catalog) -> 
     )
     k = parse_kfdef(text, path=Path("kfdef.yaml"), catalog=catalog)
     assert k.platform_parameters == {"clusterName": "2024.10", "region": "no"}
+
+
+PLATFORM_PARAMETER_CASES = [
+    # (platform, components, parameters init asks for, load problems without them)
+    ("aws", "training-operator", [], []),
+    (
+        "aws",
+        "training-operator,cluster-autoscaler",
+        ["autoscalerRoleArn", "clusterName", "region"],
+        ["autoscalerRoleArn", "clusterName", "region"],
+    ),
+    ("gcp", "training-operator", [], []),  # project, zone and cluster are only recorded in a ConfigMap
+    (
+        "azure",
+        "training-operator,cluster-autoscaler",
+        ["clusterName", "subscriptionId"],
+        ["clusterName", "subscriptionId"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("platform", "components", "asked", "missing"), PLATFORM_PARAMETER_CASES)
+def test_a_platform_parameter_is_required_only_when_a_chosen_component_reads_it(
+    tmp_path: Path, real_catalog: Catalog, platform: str, components: str, asked: list[str], missing: list[str]
+) -> None:
+    from kfctl.app.init import init_app
+
+    result = init_app(
+        real_catalog,
+        app_dir=tmp_path / "app",
+        platform=platform,
+        components=components.split(","),
+        namespace="kubeflow",
+        force=False,
+    )
+    assert list(result.required_platform_parameters) == asked
+    if not missing:
+        load_kfdef(result.kfdef, real_catalog)
+        return
+    with pytest.raises(ConfigError) as info:
+        load_kfdef(result.kfdef, real_catalog)
+    named = [re.search(r'requires parameter "(\w+)"', d) for d in info.value.details or [info.value.message]]
+    assert sorted(m.group(1) for m in named if m) == missing
+    assert all("read by cluster-autoscaler" in d for d in info.value.details or [info.value.message])

@@ -500,17 +500,18 @@ PLATFORM_CASES: list[tuple[str, dict[str, Any], str, str, dict[str, Any] | None,
         [],
     ),
     (
-        "KfAwsPlugin: aws, with a role ARN v1 never had",
+        # The autoscaler's role ARN (which v1 never had) is not asked for: no chosen component reads it.
+        "KfAwsPlugin: aws, no autoscaler so no role ARN",
         {"plugins": [AWS]},
         "aws",
         "plugin KfAwsPlugin",
-        {"autoscalerRoleArn": "", "clusterName": "kf", "region": "us-west-2"},
+        {"clusterName": "kf", "region": "us-west-2"},
         [
             ("plugin KfAwsPlugin", "region", "carried", "aws.region"),
             ("plugin KfAwsPlugin", "roles", "dropped", "aws"),
             ("metadata.name", "name", "carried", "aws.clusterName"),
         ],
-        ["autoscalerRoleArn"],
+        [],
     ),
     (
         "KfMinikubePlugin: generic",

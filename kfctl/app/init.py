@@ -95,8 +95,9 @@ def render_kfdef(catalog: Catalog, *, name: str, namespace: str, platform: str, 
             "      spec:",
         ]
         for pname, pspec in sorted(plat.parameters.items()):
-            mark = "required" if pspec.required else "optional"
-            value = '""' if pspec.required or pspec.default is None else json.dumps(pspec.default)
+            needed = pspec.required_for(components)
+            mark = f"required by {', '.join(sorted(set(pspec.read_by) & set(components)))}" if needed else "optional"
+            value = '""' if needed or pspec.default is None else json.dumps(pspec.default)
             lines.append(f"        {pname}: {value}  # {mark}: {first_sentence(pspec.description)}")
     lines += [
         "  # Each application is one component, rendered from <repo>/<path> with kustomize.",
@@ -153,7 +154,7 @@ def init_app(
             write_atomic(gitignore, GITIGNORE)
     except OSError as e:
         raise UsageError(f"{target}: cannot write: {e.strerror or e}") from e
-    required = tuple(sorted(n for n, p in catalog.platforms[platform].parameters.items() if p.required))
+    required = tuple(sorted(n for n, p in catalog.platforms[platform].parameters.items() if p.required_for(chosen)))
     return InitResult(target, platform, tuple(chosen), tuple(added), required)
 
 

@@ -89,10 +89,15 @@ def _parameters(data: dict[str, Any], path: Path, *, per_component: bool = False
         raw_targets = p.get("targets") or ({} if per_component else [])
         targets: list[dict[str, Any]] = []
         by_component: dict[str, list[dict[str, Any]]] = {}
+        read_by: tuple[str, ...] = ()
         if per_component:
-            if not isinstance(raw_targets, dict):
-                raise ConfigError(f"{where}: targets must map component names to replacement targets")
-            by_component = raw_targets
+            raw_records = p.get("records") or {}
+            if not isinstance(raw_targets, dict) or not isinstance(raw_records, dict):
+                raise ConfigError(f"{where}: targets and records must map component names to replacement targets")
+            read_by = tuple(raw_targets)
+            by_component = {
+                c: [*raw_targets.get(c, []), *raw_records.get(c, [])] for c in {**raw_targets, **raw_records}
+            }
         else:
             if not isinstance(raw_targets, list):
                 raise ConfigError(f"{where}: targets must be a list of replacement targets")
@@ -105,6 +110,7 @@ def _parameters(data: dict[str, Any], path: Path, *, per_component: bool = False
             required=bool(p.get("required", False)) or (not per_component and "default" not in p),
             targets=targets,
             targets_by_component=by_component,
+            read_by=read_by,
         )
     return out
 

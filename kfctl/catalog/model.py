@@ -27,6 +27,18 @@ class ParameterSpec:
     # kustomize `replacements` targets, verbatim. For platform parameters: per component name.
     targets: list[dict[str, Any]] = field(default_factory=list)
     targets_by_component: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # Platform parameters: the components that read the value (its `targets`), as opposed to those that only
+    # record it for people (its `records`, e.g. the kubeflow-platform ConfigMap). Only a reader makes it required.
+    read_by: tuple[str, ...] = ()
+
+    def required_for(self, components: Iterable[str]) -> bool:
+        """Whether a value must be given when ``components`` are installed: a platform parameter only when one of
+        them reads it; any other parameter whenever it is required."""
+        if not self.required:
+            return False
+        if not self.targets_by_component:
+            return True
+        return bool(set(self.read_by) & set(components))
 
 
 # The characters a generated Secret value is drawn from, by the name component.yaml gives. Letters and digits

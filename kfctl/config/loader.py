@@ -253,7 +253,7 @@ class _Validator:
         self.platform_name = platform
         self.install_name = name
         apps = self.applications(spec, repos, platform)
-        platform_params = self.platform_parameters(platform, plugins)
+        platform_params = self.platform_parameters(platform, plugins, apps)
         mirrors = self.mirrors(spec)
         return KfDef(
             path=self.path,
@@ -628,8 +628,11 @@ class _Validator:
                         "application installs; add it to spec.applications",
                     )
 
-    def platform_parameters(self, platform: str, plugins: list[Plugin]) -> dict[str, Any]:
+    def platform_parameters(self, platform: str, plugins: list[Plugin], apps: list[Application]) -> dict[str, Any]:
+        """The platform's parameters from its plugin; a required one is missing only when a chosen component
+        reads it (the cluster-autoscaler reads the AWS role; the kubeflow-platform ConfigMap only records it)."""
         spec = self.catalog.platforms.get(platform)
+        chosen = {a.component for a in apps if a.component and a.enabled and not a.external}
         if spec is None:
             return {}
         index = next((i for i, p in enumerate(plugins) if spec.plugin and p.kind == spec.plugin), None)
@@ -650,11 +653,12 @@ class _Validator:
                     f"{self.p.file}: plugin {plugins[index].kind} has no {pname}; using {self.install_name!r}, the "
                     "install's name, as kfctl v1 named the cluster it created"
                 )
-            elif pspec.required:
+            elif pspec.required_for(chosen):
+                readers = ", ".join(sorted(set(pspec.read_by) & chosen))
                 self.p.add(
                     where,
                     f'platform "{platform}" requires parameter "{pname}" in the spec of a '
-                    f"{spec.plugin} plugin ({pspec.description})",
+                    f"{spec.plugin} plugin, read by {readers} ({pspec.description})",
                 )
         self.unused_plugin_fields(plugins, index, spec.parameters)
         return values

@@ -100,7 +100,9 @@ def migrate(doc: Any, catalog: Catalog, *, default_name: str) -> Migration:
         state.add(app)
     ordered = with_dependencies(catalog, state.requested)
     added = tuple(c for c in ordered if c not in state.requested)
-    plugin_values, unset = _platform_parameters(catalog, platform, plugin, name=name, settings=settings)
+    plugin_values, unset = _platform_parameters(
+        catalog, platform, plugin, name=name, settings=settings, components=ordered
+    )
     document = _document(
         catalog,
         name=name,
@@ -353,7 +355,13 @@ def _kubeflow_manifests(repo: Mapping[str, Any]) -> bool:
 
 
 def _platform_parameters(
-    catalog: Catalog, platform: str, plugin: dict[str, Any] | None, *, name: str, settings: list[Setting]
+    catalog: Catalog,
+    platform: str,
+    plugin: dict[str, Any] | None,
+    *,
+    name: str,
+    settings: list[Setting],
+    components: list[str],
 ) -> tuple[dict[str, Any], tuple[str, ...]]:
     """The values of the platform's parameters: from the v1 plugin's spec, from the install's name where
     kfctl v1 took the cluster's name from it, and "" for a required one nobody knows (the user sets it)."""
@@ -381,7 +389,7 @@ def _platform_parameters(
             settings.append(Setting("metadata.name", "plugin", "name", name, "carried", f"{platform}.{param}", why))
     unset = []
     for pname, param_spec in sorted(plat.parameters.items()):
-        if param_spec.required and pname not in values:
+        if param_spec.required_for(components) and pname not in values:
             values[pname] = ""
             unset.append(f"{pname} ({' '.join(param_spec.description.split())})")
     return dict(sorted(values.items())), tuple(unset)
