@@ -607,7 +607,7 @@ class StandIn:
                     self.webhook_server.forget(entry.server_name)
                 continue
             if entry not in self.own_cas:
-                self.own_cas[entry] = pki.make_ca(f"{entry.service} (stand-in for {entry.who})")
+                self.own_cas[entry] = pki.make_ca(f"{entry.service} stand-in CA")  # a CN holds 64 characters at most
                 log.info("%s: played by the stand-in (allow-all, caBundle written as the server would)", entry.who)
             ca = self.own_cas[entry]
             if self.webhook_server is not None:

@@ -314,3 +314,31 @@ def test_comparable_leaves_the_object_it_is_given_as_it_was() -> None:
         "stringData": {"user": "<masked sha256:2744ccd1>"},
     }
     assert live == before
+
+
+GATEWAY: dict[str, Any] = {
+    "apiVersion": "networking.istio.io/v1beta1",
+    "kind": "Gateway",
+    "metadata": {"name": "knative-local-gateway", "namespace": "knative-serving"},
+    "spec": {"selector": {"istio": "local-gateway"}, "servers": [{"hosts": ["*"], "port": {"number": 8081}}]},
+}
+
+
+@pytest.mark.parametrize(
+    ("read_at", "change", "expected"),
+    [
+        # An Istio-like CRD serving v1alpha3, v1beta1 and v1: the object rendered at v1beta1 is the same at each.
+        pytest.param("networking.istio.io/v1alpha3", {}, [], id="read-at-v1alpha3"),
+        pytest.param("networking.istio.io/v1beta1", {}, [], id="read-at-the-rendered-version"),
+        pytest.param("networking.istio.io/v1", {}, [], id="read-at-v1"),
+        pytest.param("networking.istio.io/v1", {"port": 9999}, ["spec.servers[0].port.number"], id="real-drift-at-v1"),
+    ],
+)
+def test_the_version_an_object_is_read_at_is_no_drift(
+    read_at: str, change: dict[str, int], expected: list[str]
+) -> None:
+    live = copy.deepcopy(GATEWAY)
+    live["apiVersion"] = read_at
+    if "port" in change:
+        live["spec"]["servers"][0]["port"]["number"] = change["port"]
+    assert differences(GATEWAY, live) == expected

@@ -124,3 +124,70 @@ def test_application_dependencies_gate_every_object_of_the_dependent() -> None:
     b = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b", "namespace": "default"}}]
     plan = build_plan([("first", a), ("second", b)], depends_on={"second": ["first"]})
     assert plan.waves() == [["ConfigMap default/a"], ["application first"], ["ConfigMap default/b"]]
+
+
+INJECT_CA_CASES = [
+    ("a-certificate", "serving/serving-cert", ("serving", "serving-cert")),
+    # Upstream JobSet's CRD, as its release ships it: the kustomize variables were never resolved.
+    ("unresolved-kustomize-vars", "$(CERTIFICATE_NAMESPACE)/$(CERTIFICATE_NAME)", None),
+    ("no-namespace", "serving-cert", None),
+    ("too-many-slashes", "a/b/c", None),
+    ("not-a-string", 3, None),
+]
+
+
+@pytest.mark.parametrize(("inject", "expected"), [c[1:] for c in INJECT_CA_CASES], ids=[c[0] for c in INJECT_CA_CASES])
+def test_inject_ca_from_names_a_certificate_only_when_it_can_exist(inject: object, expected: object) -> None:
+    from kfctl.plan.graph import certificate_ref
+
+    ref = certificate_ref(inject)
+    assert (None if ref is None else (ref.namespace, ref.name)) == expected
+
+
+def _conversion_bundle(versions: list[str]) -> list[dict[str, object]]:
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "jobsets.jobset.x-k8s.io"},
+        "spec": {
+            "group": "jobset.x-k8s.io",
+            "names": {"kind": "JobSet", "plural": "jobsets"},
+            "scope": "Namespaced",
+            "versions": [{"name": v, "served": True, "storage": i == 0} for i, v in enumerate(versions)],
+            "conversion": {
+                "strategy": "Webhook",
+                "webhook": {
+                    "conversionReviewVersions": ["v1"],
+                    "clientConfig": {"service": {"name": "jobset-webhook-service", "namespace": "jobset"}},
+                },
+            },
+        },
+    }
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "jobset-webhook-service", "namespace": "jobset"},
+        "spec": {"selector": {"app": "jobset"}, "ports": [{"port": 443}]},
+    }
+    jobset = {
+        "apiVersion": f"jobset.x-k8s.io/{versions[0]}",
+        "kind": "JobSet",
+        "metadata": {"name": "sample", "namespace": "jobset"},
+        "spec": {},
+    }
+    return [crd, service, jobset]
+
+
+@pytest.mark.parametrize(
+    ("versions", "waits"),
+    [
+        pytest.param(["v1alpha2"], False, id="one-version-never-converts"),
+        pytest.param(["v1", "v1alpha2"], True, id="two-versions-convert-through-the-webhook"),
+    ],
+)
+def test_custom_resources_wait_for_a_conversion_webhook_only_when_there_is_something_to_convert(
+    versions: list[str], waits: bool
+) -> None:
+    plan = build_plan([("jobset", _conversion_bundle(versions))], depends_on={})
+    text = block(format_plan(plan), "JobSet.jobset.x-k8s.io jobset/sample")
+    assert ("webhook backend jobset/jobset-webhook-service" in text) is waits

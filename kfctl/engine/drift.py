@@ -9,6 +9,8 @@ value (a list another manager added to, a quantity outside the paths below) it r
 engine asks the server with a dry run of the same apply: ``corrected_fields`` names the fields that differ now
 and hold after it. Being strict costs one request; being lenient would hide drift, so values compare so:
 
+- ``apiVersion`` is not compared: a CRD serving several versions returns the object at whichever version it
+  is read, and each holds the same object (upstream Istio's Gateway rendered at v1beta1, read at v1).
 - Strings compare exactly ("1.10" is not "1.1", "080" is not "80", "1G" is not "1000M"), numbers by value
   (1 is 1.0), and a bool is never a number.
 - Quantities compare by value ("0.5" is "500m", "1Gi" is "1024Mi", ``cpu: 1`` is "1"), but only where the API
@@ -78,6 +80,11 @@ def differences(desired: Mapping[str, Any], live: Mapping[str, Any]) -> list[str
     """The fields of ``desired`` whose value ``live`` does not hold ([] when it holds them all)."""
     want = comparable(_with_string_data_encoded(desired), mask_secrets=False)
     have = comparable(dict(live), mask_secrets=False)
+    # The version is how the object is read, not what it holds: a multi-version CRD's object rendered at one
+    # served version (Istio's networking.istio.io/v1beta1) is read back at another (v1). The identity (group,
+    # kind, namespace, name) was matched before.
+    want.pop("apiVersion", None)
+    have.pop("apiVersion", None)
     out: list[str] = []
     _compare(want, have, "", out)
     return out

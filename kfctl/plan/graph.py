@@ -11,6 +11,7 @@ The planner works offline, from the rendered objects alone; it never talks to th
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -299,10 +300,7 @@ class _Builder:
         sid = backend_id(label)
         assert config.key is not None
         step = backends.get(sid)
-        cert = None
-        if isinstance(inject, str) and "/" in inject:
-            ns, name = inject.split("/", 1)
-            cert = ObjectKey("cert-manager.io", "Certificate", ns, name)
+        cert = certificate_ref(inject)
         if step is None:
             deployment = self._serving_deployment(service) if service else None
             backend = WebhookBackend(service, url, ((config.key, str(hook.get("name"))),), deployment, cert)
@@ -343,6 +341,10 @@ class _Builder:
             return None
         conv = (obj.get("spec") or {}).get("conversion") or {}
         if conv.get("strategy") != "Webhook":
+            return None
+        if len((obj.get("spec") or {}).get("versions") or []) < 2:
+            # One version: the API server never converts, so it never calls the webhook (upstream JobSet's CRD
+            # names one, and JobSet's own certificate rotator never fills its caBundle).
             return None
         cc = (conv.get("webhook") or {}).get("clientConfig") or {}
         inject = ((obj.get("metadata") or {}).get("annotations") or {}).get(rules.INJECT_CA_ANNOTATION)
@@ -499,3 +501,19 @@ def _cycle_error(plan: Plan, cycle: list[str]) -> PlanError:
         details=details,
         hint=f"remove one of these dependencies (a {rules.HINT_ANNOTATION} annotation or a dependsOn entry)",
     )
+
+
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+
+
+def certificate_ref(inject: Any) -> ObjectKey | None:
+    """The Certificate a ``cert-manager.io/inject-ca-from: <namespace>/<name>`` annotation names, or None when it
+    names none an API server could hold. Upstream JobSet ships its CRD with the kustomize variables unresolved
+    (``$(CERTIFICATE_NAMESPACE)/$(CERTIFICATE_NAME)``) and injects its CA itself; cert-manager's cainjector finds
+    no such Certificate either, so waiting for one would wait for ever."""
+    if not isinstance(inject, str) or inject.count("/") != 1:
+        return None
+    namespace, name = inject.split("/")
+    if not (_NAME.match(namespace) and _NAME.match(name)):
+        return None
+    return ObjectKey("cert-manager.io", "Certificate", namespace, name)
