@@ -93,13 +93,19 @@ def test_v1_11_full_platform_installs_reapplies_without_writes_and_deletes_clean
     assert offline.code == 0, offline.explain()
     assert json.loads(offline.stdout)["changed"] == []
     applications = json.loads(init.stdout)["applications"]
+    plan = kfctl("plan", str(app), kubeconfig=kubeconfig)
+    assert plan.code == 0, plan.explain()
+    waves = json.loads(plan.stdout)["summary"]["waves"]
 
     print("\nwebhooks the stand-in plays (their servers cannot be built here):", *played_webhooks(), sep="\n  ")
     run = kfctl("apply", str(app), "--wait-timeout", "10m", kubeconfig=kubeconfig, timeout=1500)
     assert run.code == 0, run.explain()
     s = run.summary
-    path = " → ".join(f"{c['subject']} {c['seconds']}s" for c in s["criticalPath"])
-    print(f"apply: {s['objects']} objects in {len(applications)} applications, {s['seconds']} s; critical path: {path}")
+    path = " → ".join(f"{c['step']} {c['seconds']}s" for c in s["criticalPath"])
+    print(
+        f"apply: {s['objects']} objects in {len(applications)} applications, {waves} waves, {s['seconds']} s; "
+        f"critical path: {path}"
+    )
     assert [a["name"] for a in s["applications"]] == applications
     assert all(a["state"] == "ready" for a in s["applications"]), s["applications"]
     assert s["created"] + s["unchanged"] == s["objects"]
