@@ -530,3 +530,40 @@ def test_offline_names_every_base_it_lacks(tmp_path: Path, catalog: Catalog) -> 
         "is not pinned in kfdef.lock",
     ]
     assert not re.search(r"Traceback", str(info.value))
+
+
+LIMIT_CASES = [
+    ("within", {"a.yaml": 10, "b/c.yaml": 10}, 3, 100, None),
+    (
+        "too-many-files",
+        {"a.yaml": 1, "b.yaml": 1, "c.yaml": 1},
+        2,
+        100,
+        "the fetched tree is too large (more than 2 files)",
+    ),
+    ("too-many-bytes", {"a.yaml": 60, "b.yaml": 60}, 10, 100, "the fetched tree is too large (more than 100 bytes)"),
+]
+
+
+@pytest.mark.parametrize(
+    ("files", "max_members", "max_bytes", "message"), [c[1:] for c in LIMIT_CASES], ids=[c[0] for c in LIMIT_CASES]
+)
+def test_a_fetched_tree_is_held_to_the_archive_limits(
+    tmp_path: Path, files: dict[str, int], max_members: int, max_bytes: int, message: str | None
+) -> None:
+    from kfctl.repos.archive import Limits, check_tree_limits
+
+    tree = tmp_path / "tree"
+    for name, size in files.items():
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_bytes(b"x" * size)
+    limits = Limits(max_bytes=max_bytes, max_members=max_members)
+    if message is None:
+        check_tree_limits(tree, what="remote base X", limits=limits)
+        return
+    with pytest.raises(ConfigError) as info:
+        check_tree_limits(tree, what="remote base X", limits=limits)
+    assert info.value.message == f"remote base X: {message}"
+    assert info.value.hint == (
+        "nothing was vendored; point the URL at a repository (or mirror) holding the manifests only"
+    )
