@@ -217,3 +217,52 @@ def test_catalog_shows_an_overlays_parameters(capsys: pytest.CaptureFixture[str]
     assert code == 0
     params = json.loads(out)["parameters"]
     assert [(p["name"], p["required"]) for p in params] == [("imageMirrorRegistry", True)]
+
+
+@pytest.mark.parametrize(
+    ("argv", "starts"),
+    [
+        pytest.param(["-q", "version"], f"kfctl {__version__}\n", id="version"),
+        pytest.param(["catalog", "-q"], "Components:\n  cert-manager ", id="catalog"),
+    ],
+)
+def test_quiet_silences_notes_never_the_result(
+    capsys: pytest.CaptureFixture[str], argv: list[str], starts: str
+) -> None:
+    code, out, _ = run(capsys, *argv)
+    assert code == 0
+    assert out.startswith(starts), out[:200]
+
+
+def test_quiet_plan_still_writes_the_diagram(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, real_catalog: Catalog
+) -> None:
+    assert run(capsys, "init", str(tmp_path / "demo"), "--platform", "kind")[0] == 0
+    assert run(capsys, "generate", str(tmp_path / "demo"))[0] == 0
+    code, out, _ = run(capsys, "plan", str(tmp_path / "demo"), "-q", "-o", "mermaid")
+    assert code == 0 and out.startswith("flowchart TD\n"), out[:200]
+
+
+CLI_CONVENTIONS = [
+    (["genrate"], 2, "Error: No such command 'genrate'. Did you mean 'generate'?"),
+    (["zzz"], 2, "Error: No such command 'zzz'."),
+    (["--version"], 0, f"kfctl {__version__}"),
+]
+
+
+@pytest.mark.parametrize(("argv", "code", "line"), CLI_CONVENTIONS, ids=["did-you-mean", "unknown", "version-flag"])
+def test_kubectl_conventions(capsys: pytest.CaptureFixture[str], argv: list[str], code: int, line: str) -> None:
+    got, out, err = run(capsys, *argv)
+    assert got == code
+    assert line in (out + err).splitlines()
+
+
+def test_a_kfdef_file_given_as_appdir_says_to_use_f(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    kfdef = tmp_path / "kfdef.yaml"
+    kfdef.write_text("kind: KfDef\n")
+    code, _, err = run(capsys, "generate", str(kfdef))
+    assert code == 2
+    assert err.splitlines()[-1] == (
+        f"Error: Invalid value for '[APP_DIR]': {kfdef} is a file, and APPDIR is a directory; to use a KfDef file, "
+        f"pass it with -f: kfctl generate -f {kfdef}"
+    )

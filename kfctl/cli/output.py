@@ -19,10 +19,11 @@ from kfctl.errors import KfctlError
 
 
 def emit(opts: GlobalOptions, data: Mapping[str, Any], text: str) -> None:
-    """Print one command result: ``data`` as JSON with ``-o json``, else ``text`` (unless ``-q``)."""
+    """Print one command result: ``data`` as JSON with ``-o json``, else ``text``. ``-q`` silences progress and
+    notes, never the result a person asked for (``kfctl -q version``, ``plan -q -o mermaid > plan.md``)."""
     if opts.output == "json":
         click.echo(json.dumps(data, indent=2, sort_keys=True))
-    elif not opts.quiet and text:
+    elif text:
         click.echo(text)
 
 

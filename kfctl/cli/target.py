@@ -28,8 +28,23 @@ def kfdef_target(func: F) -> F:
         default=None,
         help=f"The KfDef file (default: APPDIR/{KFDEF_FILE}).",
     )(func)
-    func = click.argument("app_dir", required=False, type=click.Path(file_okay=False, path_type=Path))(func)
+    func = click.argument("app_dir", required=False, type=AppDir(file_okay=False, path_type=Path))(func)
     return func
+
+
+class AppDir(click.Path):
+    """APPDIR, which is a directory; a file given there is most likely the KfDef, so say how to pass one."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, (str, Path)) and _is_file(Path(value)):
+            command = ctx.command_path if ctx is not None else "kfctl"
+            self.fail(
+                f"{value} is a file, and APPDIR is a directory; to use a KfDef file, pass it with -f: "
+                f"{command} -f {value}",
+                param,
+                ctx,
+            )
+        return super().convert(value, param, ctx)
 
 
 def resolve_kfdef(app_dir: Path | None, kfdef_file: Path | None) -> KfDef:
@@ -42,3 +57,10 @@ def resolve_kfdef(app_dir: Path | None, kfdef_file: Path | None) -> KfDef:
         for note in kfdef.notes:  # stderr: stdout may be JSON, or a diagram
             click.echo(f"Note: {note}", err=True)
     return kfdef
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a name too long, say: click's own check reports it
+        return False
