@@ -16,7 +16,9 @@ from kfctl.app.apply import ApplySummary
 from kfctl.app.per_application import ApplicationRow, application_rows
 from kfctl.cli.apply_cmd import format_applications
 from kfctl.engine.apply import ApplyResult, Failure
+from kfctl.objects import ObjectKey
 from kfctl.plan.critical import Segment, critical_path
+from kfctl.plan.duplicates import Copy
 from kfctl.plan.graph import Plan, build_plan
 
 NS = "Namespace ml"
@@ -146,3 +148,15 @@ def test_apply_ends_with_the_table_and_the_critical_path() -> None:
         "critical path (8.5s): CustomResourceDefinition.apiextensions.k8s.io widgets.example.org 0.5s → "
         "Deployment.apps ml/jobs 8.0s",
     ]
+
+
+def test_an_object_two_applications_render_counts_under_both_and_once_in_the_totals() -> None:
+    shared = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}}
+    p = build_plan(
+        [("base", [shared, deployment("base")]), ("jobs", [deployment("jobs")])],
+        depends_on={},
+        copies=[Copy(ObjectKey("", "Namespace", "", "ml"), kept_in="base", dropped_from="jobs")],
+    )
+    ready = {NS: 0.1, BASE_DEPLOY: 2.0, JOBS_DEPLOY: 3.0}
+    rows = application_rows(p, ApplyResult(created=[NS, BASE_DEPLOY, JOBS_DEPLOY], ready_at=ready), {})
+    assert [(r.name, r.objects, r.created, r.seconds) for r in rows] == [("base", 2, 2, 2.0), ("jobs", 2, 2, 3.0)]

@@ -43,21 +43,27 @@ def application_rows(
     """One row per application of the plan, in the KfDef's order; ``pruned``: application → objects pruned.
     ``offset``: seconds from the command's start to the engine's, added to the times (the engine's clock starts
     with its run; a person's with the command)."""
-    app_of = {sid: step.app for sid, step in plan.steps.items()}
-    objects = Counter(step.app for step in plan.objects())
+    # An object several applications render is applied once (by the first) but is each one's: it counts under
+    # every application that renders it, and once in the run's totals (which are not made here).
+    apps_of: dict[str, tuple[str, ...]] = {
+        sid: (step.app, *plan.copies.get(sid, ())) for sid, step in plan.steps.items()
+    }
+    objects = Counter(app for step in plan.objects() for app in apps_of[step.id])
     counts = {
-        verdict: Counter(app_of.get(sid, "") for sid in sids)
+        verdict: Counter(app for sid in sids for app in apps_of.get(sid, ("",)))
         for verdict, sids in (
             ("created", result.created),
             ("configured", result.configured + result.corrected + result.adopted),
             ("unchanged", result.unchanged),
         )
     }
+    app_of = {sid: apps[0] for sid, apps in apps_of.items()}
     failed = {app_of.get(f.subject, "") for f in result.failed}
     blocked = {app_of.get(f.subject, "") for f in result.blocked}
     members: dict[str, list[str]] = {}
     for step in plan.objects():
-        members.setdefault(step.app, []).append(step.id)
+        for owner in apps_of[step.id]:
+            members.setdefault(owner, []).append(step.id)
     rows = []
     for app in plan.applications:
         ready = _ready_at(result, app.name, members.get(app.name, []))
