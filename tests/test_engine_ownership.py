@@ -424,3 +424,24 @@ def test_the_scan_lists_what_it_does_not_own_with_as_few_requests_as_it_may(
     found = ownership.scan(cluster, bundle, applyset_id=OURS, inventory=None)
     assert calls == lists
     assert [str(f.key) for f in found.foreign] == [f"ConfigMap {namespaces[-1]}/c"]
+
+
+def test_what_an_earlier_delete_released_is_plain_to_another_install_and_this_ones_to_take_back() -> None:
+    cluster = FakeCluster()
+    kept = labels.prepare(obj("v1", "Namespace", "demo"), applyset_id=OURS, kfdef_name="d", application="app")
+    claim = labels.prepare(
+        obj("v1", "PersistentVolumeClaim", "data", "demo"), applyset_id=OURS, kfdef_name="d", application="app"
+    )
+    cluster.put(labels.released(kept, OURS))
+    cluster.put(labels.released(claim, OURS))
+    bundle = [("app", obj("v1", "Namespace", "demo")), ("app", obj("v1", "PersistentVolumeClaim", "data", "demo"))]
+    ns, pvc = ObjectKey("", "Namespace", "", "demo"), ObjectKey("", "PersistentVolumeClaim", "demo", "data")
+    # A new KfDef: the namespace is shared as any unmarked one; nothing names the old install as an owner.
+    other = ownership.scan(cluster, bundle, applyset_id="applyset-other-v1", inventory=None)
+    assert [f.key for f in other.shared] == [ns]
+    # The claim holds another install's data: taking it needs --adopt, but it is no longer named as kfctl's.
+    assert [(f.key, f.owner) for f in other.foreign] == [(pvc, ownership.Owner("no owner recorded", False))]
+    # The same KfDef, its inventory gone with it: both are taken back without --adopt.
+    same = ownership.scan(cluster, bundle, applyset_id=OURS, inventory=None)
+    assert (same.foreign, same.shared) == ([], [])
+    assert same.live[ns] is not None and same.live[pvc] is not None

@@ -135,3 +135,39 @@ def test_an_object_held_by_a_finalizer_is_reported_by_name() -> None:
         (ObjectKey("", "ConfigMap", "demo", "held"), "still present after 0.1s; finalizers: example.com/cleanup")
     ]
     assert [e.subject for e in log.of("Stuck")] == ["ConfigMap demo/held"]
+
+
+def test_delete_releases_what_it_keeps_and_a_later_delete_of_the_same_install_still_finishes() -> None:
+    cluster = FakeCluster()
+    items = members(
+        cluster, ours(obj("v1", "Namespace", "demo")), ours(obj("v1", "PersistentVolumeClaim", "d", "demo"))
+    )
+    keep = RemoveOptions(namespaces=True, crds=True, wait_timeout=1, poll_interval=0.01, release_kept=True)
+    result = remove(cluster, items, applyset_id=OURS, reporter=EventLog(), options=keep, verb="Deleted")
+    assert [k.kind for k, _ in result.kept] == ["PersistentVolumeClaim", "Namespace"]
+    assert all(
+        why.endswith("; released (no longer labelled as this install's; a reinstall takes it back)")
+        for _, why in result.kept
+    )
+    for m in items:
+        meta = cluster.live(m.key)["metadata"]
+        assert not {labels.PART_OF, labels.APP_LABEL, labels.APPLICATION_LABEL} & set(meta.get("labels") or {})
+        assert labels.HASH_ANNOTATION not in (meta.get("annotations") or {})
+        assert meta["annotations"][labels.RELEASED_ANNOTATION] == OURS
+        assert meta["uid"] == m.uid
+    # `delete --delete-storage` later: the released objects are still this install's to remove.
+    everything = RemoveOptions(
+        namespaces=True, crds=True, storage=True, wait_timeout=1, poll_interval=0.01, release_kept=True
+    )
+    again = remove(cluster, items, applyset_id=OURS, reporter=EventLog(), options=everything, verb="Deleted")
+    assert sorted(k.kind for k in again.removed) == ["Namespace", "PersistentVolumeClaim"]
+
+
+def test_an_object_released_by_one_install_and_taken_by_another_is_left_to_that_one() -> None:
+    cluster = FakeCluster()
+    released = labels.released(ours(obj("v1", "Namespace", "demo")), OURS)
+    released["metadata"]["labels"][labels.PART_OF] = "applyset-other-v1"
+    (item,) = members(cluster, released)
+    everything = RemoveOptions(namespaces=True, crds=True, storage=True, wait_timeout=1, poll_interval=0.01)
+    result = remove(cluster, [item], applyset_id=OURS, reporter=EventLog(), options=everything, verb="Deleted")
+    assert (result.removed, dict(result.skipped)) == ([], {item.key: "no longer carries our label; left alone"})

@@ -140,6 +140,7 @@ def _delete_locked(
         force_namespaces=force_namespaces,
         adopted=delete_adopted,
         adopted_flag="--delete-adopted",
+        release_kept=True,
     )
     for app, n in Counter(m.application for m in inv.members.values()).items():
         reporter(Event("Planned", application_id(app), f"{n} objects", app=app, count=n))

@@ -25,6 +25,10 @@ HASH_ANNOTATION = "kfctl.kubeflow.org/applied-hash"
 # namespace) whose data the values open — delete and prune keep the Secret as long as they keep that claim.
 GENERATED_ANNOTATION = "kfctl.kubeflow.org/generated-keys"
 PROTECTS_ANNOTATION = "kfctl.kubeflow.org/protects-claim"
+# On an object `kfctl delete` kept (a namespace holding a PVC, the PVC, its Secret): the ApplySet it was released
+# from. Its ownership labels are gone, so another install may use it; this install takes it back on a reinstall
+# and a later `delete --delete-storage` may still remove it.
+RELEASED_ANNOTATION = "kfctl.kubeflow.org/released-from"
 
 
 def content_hash(obj: Mapping[str, Any]) -> str:
@@ -63,6 +67,23 @@ def desired_hash(obj: Mapping[str, Any]) -> str:
 
 def owned_by(live: Mapping[str, Any], applyset_id: str) -> bool:
     return ((live.get("metadata") or {}).get("labels") or {}).get(PART_OF) == applyset_id
+
+
+def released_from(live: Mapping[str, Any]) -> str:
+    """The ApplySet a kept object was released from ("" when it was not)."""
+    return str(((live.get("metadata") or {}).get("annotations") or {}).get(RELEASED_ANNOTATION) or "")
+
+
+def released(live: Mapping[str, Any], applyset_id: str) -> Obj:
+    """``live`` without this install's ownership labels and hash, marked as released from ``applyset_id``."""
+    out = copy.deepcopy(dict(live))
+    meta = out.setdefault("metadata", {})
+    meta["labels"] = {
+        k: v for k, v in (meta.get("labels") or {}).items() if k not in (PART_OF, APP_LABEL, APPLICATION_LABEL)
+    }
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != HASH_ANNOTATION}
+    meta["annotations"] = {**annotations, RELEASED_ANNOTATION: applyset_id}
+    return out
 
 
 def protected_claim(live: Mapping[str, Any]) -> str:

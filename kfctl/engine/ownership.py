@@ -174,7 +174,7 @@ def _scan_kind(
         rest: list[tuple[ObjectKey, str, Obj]] = [(k, a, {}) for k, a in missing]
         return _scan_each(cluster, res, rest, applyset_id=applyset_id, recorded=recorded, into=out)
     for key, app in missing:
-        _sort(cluster, res, key, app, others.get(_stored_at(key, res)), out, recorded=recorded)
+        _sort(cluster, res, key, app, others.get(_stored_at(key, res)), out, recorded=recorded, applyset_id=applyset_id)
     return out
 
 
@@ -215,7 +215,7 @@ def _scan_each(
         if live is not None and labels.owned_by(live, applyset_id):
             out.live[key] = _trim(live)
         else:
-            _sort(cluster, res, key, app, live, out, recorded=recorded)
+            _sort(cluster, res, key, app, live, out, recorded=recorded, applyset_id=applyset_id)
     return out
 
 
@@ -228,8 +228,10 @@ def _sort(
     out: Scan,
     *,
     recorded: Mapping[ObjectKey, str],
+    applyset_id: str,
 ) -> None:
-    """File one object that does not carry our label: absent, ours by recorded UID, shared, or foreign."""
+    """File one object that does not carry our label: absent, ours by recorded UID or because an earlier delete
+    of this install released it, shared, or foreign."""
     if meta_obj is None:
         out.live[key] = None
         return
@@ -238,7 +240,7 @@ def _sort(
     owner = owner_of(meta_obj)
     # Ours by the UID the inventory recorded, its label removed by someone; not when another tool has marked
     # it since (another install adopted it): then it is theirs, and taking it back would be a tug of war.
-    if recorded.get(key) == uid and not owner.marked:
+    if (recorded.get(key) == uid or labels.released_from(meta_obj) == applyset_id) and not owner.marked:
         live = cluster.get(res.api_version, key.kind, namespace=key.namespace, name=key.name)
         out.live[key] = _trim(live) if live is not None else None
         return

@@ -43,6 +43,9 @@ class RemoveOptions:
     force_flag: str = "--force-namespaces"
     adopted: bool = False  # delete objects kfctl adopted (it did not create them)
     adopted_flag: str = "--prune-adopted"
+    # Delete: what is kept is released (ownership labels removed, labels.RELEASED_ANNOTATION set), so the next
+    # install of another KfDef may use it; it stays in the inventory, so this install can finish the job later.
+    release_kept: bool = False
 
 
 @dataclass
@@ -154,6 +157,12 @@ class _Context:
         )
 
 
+def _released_by_us(live: Obj, applyset_id: str) -> bool:
+    """Kept and released by an earlier delete of this install, and not taken by another ApplySet since."""
+    own = (live.get("metadata") or {}).get("labels") or {}
+    return labels.released_from(live) == applyset_id and labels.PART_OF not in own
+
+
 def _kind_not_served(e: BaseException) -> bool:
     return isinstance(e, ApiError) and e.status in (404, 405)
 
@@ -187,7 +196,7 @@ def _try_delete(ctx: _Context, m: Member) -> bool:
         result.skipped.append((key, "already gone"))
         return False
     uid = str((live.get("metadata") or {}).get("uid", ""))
-    if not labels.owned_by(live, applyset_id):
+    if not labels.owned_by(live, applyset_id) and not _released_by_us(live, applyset_id):
         result.skipped.append((key, "no longer carries our label; left alone"))
         reporter(Event("Skipped", str(key), "no longer carries our label; left alone", app=m.application))
         return False
@@ -197,6 +206,9 @@ def _try_delete(ctx: _Context, m: Member) -> bool:
         return False
     keep = _protected(ctx, key, m, live)
     if keep:
+        if ctx.options.release_kept and labels.owned_by(live, applyset_id):
+            ctx.call(lambda: cluster.replace(labels.released(live, applyset_id)))
+            keep += "; released (no longer labelled as this install's; a reinstall takes it back)"
         result.kept.append((key, keep))
         reporter(Event("Kept", str(key), keep, app=m.application))
         return False
