@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_apply_support import CertManagerWebhookCA, kfctl, kubectl
+from test_apply_support import CertManagerWebhookCA, kfctl, kubectl, released
 
 pytestmark = pytest.mark.e2e
 
@@ -202,7 +202,9 @@ def test_removing_a_component_prunes_its_objects_but_keeps_crds_and_other_owners
 def test_delete_removes_everything_but_storage_then_storage_with_the_flag(app_dir: Path, kubeconfig: str) -> None:
     run = kfctl("delete", str(app_dir), "--wait-timeout", "3m", kubeconfig=kubeconfig)
     assert run.code == 0, run.explain()
-    left = labelled(kubeconfig)
+    # What delete keeps it releases: no longer labelled as the install's (another install may use it).
+    assert labelled(kubeconfig) == []
+    left = released(kubeconfig)
     kept_secrets = tuple(f"secret/{n}" for n in GENERATED_SECRETS)
     assert left and all(
         x.startswith(("persistentvolumeclaim/", "namespace/kubeflow")) or x in kept_secrets for x in left
@@ -220,12 +222,12 @@ def test_delete_removes_everything_but_storage_then_storage_with_the_flag(app_di
     # would delete them. It goes, with them, only when forced.
     run = kfctl("delete", str(app_dir), "--delete-storage", "--wait-timeout", "3m", kubeconfig=kubeconfig)
     assert run.code == 0, run.explain()
-    assert labelled(kubeconfig) == ["namespace/kubeflow"]
+    assert (labelled(kubeconfig), released(kubeconfig)) == ([], ["namespace/kubeflow"])
     kept = " ".join(run.summary["kept"])
     assert "ConfigMap kubeflow/users-own" in kept and "ConfigMap kubeflow/other-apps (kfctl app other)" in kept, kept
     run = kfctl("delete", str(app_dir), "--force-namespaces", "--wait-timeout", "3m", kubeconfig=kubeconfig)
     assert run.code == 0, run.explain()
-    assert labelled(kubeconfig) == []
+    assert (labelled(kubeconfig), released(kubeconfig)) == ([], [])
     assert "namespace/kubeflow" not in kubectl(kubeconfig, "get", "namespaces", "-o", "name").split()
 
 

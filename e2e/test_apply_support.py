@@ -106,6 +106,17 @@ def write_local_kfdef(app_dir: Path, *, name: str, namespace: str, apps: dict[st
     return path
 
 
+def released(kubeconfig: str) -> list[str]:
+    """What an earlier `kfctl delete` kept and released (annotation kfctl.kubeflow.org/released-from; its ownership
+    labels are gone), as `kubectl get -o name` names it: namespaces, claims and Secrets are what delete keeps."""
+    doc = json.loads(kubectl(kubeconfig, "get", "namespaces,persistentvolumeclaims,secrets", "-A", "-o", "json"))
+    return sorted(
+        f"{item['kind'].lower()}/{item['metadata']['name']}"
+        for item in doc["items"]
+        if "kfctl.kubeflow.org/released-from" in (item["metadata"].get("annotations") or {})
+    )
+
+
 def kubectl(kubeconfig: str, *args: str, check: bool = True) -> str:
     proc = subprocess.run(
         ["kubectl", "--kubeconfig", kubeconfig, *args], capture_output=True, text=True, timeout=120, check=False

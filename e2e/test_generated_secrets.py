@@ -3,7 +3,7 @@
 Pipelines and Katib (with what they need) on a fresh cluster: the first apply creates mysql-secret,
 mlpipeline-minio-artifact and katib-mysql-secrets with random values, before the workloads that read them,
 which reference them; neither the app directory nor `kfctl export` holds a value; re-apply, diff, an upgrade
-and a reinstall after a delete that kept the volumes keep every value (same resourceVersion); delete keeps
+and a reinstall after a delete that kept the volumes keep every value; delete keeps
 each Secret beside the PVC it protects, `--delete-storage` removes both. A second fresh cluster, filled the
 GitOps way (`kfctl secrets apply`, then apply), gets other values, and uses a Secret the KfDef brings.
 
@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import yaml
 from harness import Cluster
-from test_apply_support import CertManagerWebhookCA, kfctl, kubectl
+from test_apply_support import CertManagerWebhookCA, kfctl, kubectl, released
 
 pytestmark = pytest.mark.e2e
 
@@ -59,6 +59,14 @@ def generated_now(kubeconfig: str) -> dict[str, tuple[dict[str, str], str]]:
         assert live is not None, f"Secret kubeflow/{name} does not exist"
         out[name] = (decoded(live), live["metadata"]["resourceVersion"])
     return out
+
+
+def secret_values(generated: dict[str, tuple[dict[str, str], str]]) -> dict[str, dict[str, str]]:
+    return {name: keys for name, (keys, _) in generated.items()}
+
+
+def secret_values_now(kubeconfig: str) -> dict[str, dict[str, str]]:
+    return secret_values(generated_now(kubeconfig))
 
 
 def secret_strings(values: dict[str, dict[str, str]]) -> list[str]:
@@ -235,10 +243,14 @@ def test_delete_keeps_each_secret_beside_its_volume_and_a_reinstall_reuses_it(
         why = f"holds the credentials of the data in PersistentVolumeClaim kubeflow/{claim}, which is kept"
         assert f"Secret kubeflow/{name}: {why}; kept without --delete-storage" in run.summary["kept"]
         assert kubectl(kc, "-n", "kubeflow", "get", "pvc", claim, "-o", "name").strip()
-    assert generated_now(kc) == STATE["first"]
+    # Kept with every value, and released (their ownership labels removed: one write each).
+    assert secret_values_now(kc) == secret_values(STATE["first"])
+    assert {f"secret/{n}" for n in PROTECTS} <= set(released(kc))
     again = kfctl("apply", str(app_dir), "--wait-timeout", "6m", kubeconfig=kc)
     assert again.code == 0, again.explain()
-    assert generated_now(kc) == STATE["first"] and not [e for e in again.events if e["event"] == "Generated"]
+    assert secret_values_now(kc) == secret_values(STATE["first"]) and not [
+        e for e in again.events if e["event"] == "Generated"
+    ]
     gone = kfctl("delete", str(app_dir), "--delete-storage", "--wait-timeout", "3m", kubeconfig=kc)
     assert gone.code == 0, gone.explain()
     assert [n for n in GENERATED if secret(kc, n) is not None] == []

@@ -30,7 +30,7 @@ import pytest
 import yaml
 from harness import Cluster, poll, run_cluster
 from runtime_support import TFJOBS, condition, create_tfjob, tfjob
-from test_apply_support import REPO, kfctl, kubectl
+from test_apply_support import REPO, kfctl, kubectl, released
 
 pytestmark = pytest.mark.e2e
 
@@ -187,17 +187,16 @@ def crds(api: kube_rest.Client, names: list[str]) -> dict[str, tuple[str, list[s
 
 
 def delete_leaves_only_storage(app: Path, kubeconfig: str) -> None:
-    """delete keeps the PVC (and the namespace holding it, and the inventory that records it); with
+    """delete keeps the PVC (and the namespace holding it, and the inventory that records it), released; with
     --delete-storage nothing of the install is left."""
     run = kfctl("delete", str(app), "--wait-timeout", "3m", kubeconfig=kubeconfig)
     assert run.code == 0, run.explain()
-    assert labelled_objects(kubeconfig) == [
-        "namespace/kubeflow",
-        "persistentvolumeclaim/katib-mysql",
-    ], run.explain()
+    # Kept, and released: no longer labelled as the install's, so another install may use the namespace.
+    assert labelled_objects(kubeconfig) == [], run.explain()
+    assert released(kubeconfig) == ["namespace/kubeflow", "persistentvolumeclaim/katib-mysql"], run.explain()
     run = kfctl("delete", str(app), "--delete-storage", "--wait-timeout", "3m", kubeconfig=kubeconfig)
     assert run.code == 0, run.explain()
-    assert labelled_objects(kubeconfig) == []
+    assert labelled_objects(kubeconfig) == [] and released(kubeconfig) == []
 
 
 # --- the tests -----------------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ class DeleteSummary:
     found: bool = False
     deleted: int = 0
     kept: list[str] = field(default_factory=list)
+    released: list[str] = field(default_factory=list)  # the kept objects no longer labelled as this install's
     stuck: list[str] = field(default_factory=list)
     skipped: int = 0
     seconds: float = 0.0
@@ -43,6 +44,7 @@ class DeleteSummary:
             "found": self.found,
             "deleted": self.deleted,
             "kept": self.kept,
+            "released": self.released,
             "stuck": self.stuck,
             "skipped": self.skipped,
             "seconds": round(self.seconds, 2),
@@ -150,6 +152,7 @@ def _delete_locked(
     summary.deleted = len(result.removed)
     summary.skipped = len(result.skipped)
     summary.kept = [f"{k}: {why}" for k, why in result.kept]
+    summary.released = [str(k) for k in result.released]
     summary.stuck = [f"{k}: {why}" for k, why in result.stuck + result.failed]
     left = {k for k, _ in result.kept + result.stuck + result.failed}
     if lock is not None:

@@ -87,6 +87,12 @@ def delete(
         text = f"Deleted {s.deleted} object(s) in {s.seconds:.1f}s"
         if s.kept:
             text += "\nKept:\n" + "\n".join(f"  {k}" for k in s.kept)
+        if s.released:
+            text += (
+                f"\nReleased {len(s.released)} kept object(s): no longer labelled as this install's, so another "
+                "install may use them; a reinstall of this KfDef takes them back, `kfctl delete --delete-storage` "
+                "removes them"
+            )
     if opts.output == "json":
         click.echo(json.dumps({"summary": s.as_dict()}, sort_keys=True))
     else:

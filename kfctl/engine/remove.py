@@ -52,6 +52,7 @@ class RemoveOptions:
 class RemoveResult:
     removed: list[ObjectKey] = field(default_factory=list)
     kept: list[tuple[ObjectKey, str]] = field(default_factory=list)
+    released: list[ObjectKey] = field(default_factory=list)  # kept and released (RemoveOptions.release_kept)
     skipped: list[tuple[ObjectKey, str]] = field(default_factory=list)  # gone already or no longer ours
     stuck: list[tuple[ObjectKey, str]] = field(default_factory=list)
     failed: list[tuple[ObjectKey, str]] = field(default_factory=list)
@@ -208,7 +209,7 @@ def _try_delete(ctx: _Context, m: Member) -> bool:
     if keep:
         if ctx.options.release_kept and labels.owned_by(live, applyset_id):
             ctx.call(lambda: cluster.replace(labels.released(live, applyset_id)))
-            keep += "; released (no longer labelled as this install's; a reinstall takes it back)"
+            result.released.append(key)
         result.kept.append((key, keep))
         reporter(Event("Kept", str(key), keep, app=m.application))
         return False
