@@ -266,3 +266,15 @@ def test_a_kfdef_file_given_as_appdir_says_to_use_f(capsys: pytest.CaptureFixtur
         f"Error: Invalid value for '[APP_DIR]': {kfdef} is a file, and APPDIR is a directory; to use a KfDef file, "
         f"pass it with -f: kfctl generate -f {kfdef}"
     )
+
+
+@pytest.mark.parametrize("command", [["plan"], ["plan", "-o", "mermaid"], ["plan", "--full"]])
+def test_commands_that_read_write_nothing_into_the_app_dir(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: list[str]
+) -> None:
+    app = tmp_path / "demo"
+    assert run(capsys, "init", str(app), "--platform", "kind")[0] == 0
+    before = sorted(p.relative_to(app) for p in app.rglob("*"))
+    code, _, err = run(capsys, *command, str(app))
+    assert code == 0, err
+    assert sorted(p.relative_to(app) for p in app.rglob("*")) == before

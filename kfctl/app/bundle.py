@@ -71,8 +71,9 @@ class Bundle:
         return dataclasses.replace(self, secret_values=values)
 
 
-def load_bundle(kfdef: KfDef, catalog: Catalog) -> Bundle:
-    """Read APPDIR/rendered/<app>.yaml of every installed application (run generate first); external
+def load_bundle(kfdef: KfDef, catalog: Catalog, *, rendered: Path | None = None) -> Bundle:
+    """Read APPDIR/rendered/<app>.yaml of every installed application (run generate first), or ``rendered``/<app>.yaml
+    (a private render, kfctl.app.generate.rendered_privately: nothing is cached in APPDIR then); external
     applications become checks of what the cluster provides. An object several applications render is kept
     once (in the first) when the copies are identical; copies that differ are a RenderError."""
     apps = kfdef.enabled_applications()
@@ -87,10 +88,11 @@ def load_bundle(kfdef: KfDef, catalog: Catalog) -> Bundle:
             component = catalog.components.get(app.component or "")
             externals.append(ExternalCheck(app.name, component.crds if component else ()))
             continue
-        path = kfdef.app_dir / "rendered" / f"{app.name}.yaml"
+        path = (rendered or kfdef.app_dir / "rendered") / f"{app.name}.yaml"
         if not path.is_file():
             raise UsageError(f"{path} does not exist", hint=f"run `kfctl generate {kfdef.app_dir}` first")
-        out.append((app.name, tuple(read_objects(path, app=app.name, cache=kfdef.app_dir / PARSED_CACHE))))
+        cache = None if rendered is not None else kfdef.app_dir / PARSED_CACHE
+        out.append((app.name, tuple(read_objects(path, app=app.name, cache=cache))))
         sources[app.name] = str(path)
         wanted = list(app.depends_on)
         if app.component and app.component in catalog.components:

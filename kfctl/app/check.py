@@ -9,7 +9,7 @@ import secrets
 from collections.abc import Callable, Collection, Mapping
 
 from kfctl.app.bundle import load_bundle
-from kfctl.app.generate import generate
+from kfctl.app.generate import rendered_privately
 from kfctl.app.status import StatusReport, status_of
 from kfctl.catalog.model import Catalog
 from kfctl.check.model import CheckReport, InstalledContext, PreContext
@@ -32,8 +32,10 @@ def check_before_install(
 ) -> CheckReport:
     checks = select(PRE_CHECKS, only=only, skip=skip)  # a wrong name fails before any rendering
     if render:
-        generate(kfdef, catalog, find=find_kustomize)
-    bundle = load_bundle(kfdef, catalog)
+        with rendered_privately(kfdef, catalog, find=find_kustomize) as rendered:  # check writes nothing into APPDIR
+            bundle = load_bundle(kfdef, catalog, rendered=rendered)
+    else:
+        bundle = load_bundle(kfdef, catalog)
     apps = [a for a in kfdef.enabled_applications() if not a.external]
     components = {a.name: catalog.components[a.component] for a in apps if a.component in catalog.components}
     ctx = PreContext(

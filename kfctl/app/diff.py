@@ -23,7 +23,7 @@ import jsonpatch
 
 from kfctl.app.bundle import Bundle, load_bundle
 from kfctl.app.cluster import identify, talking_to
-from kfctl.app.generate import generate
+from kfctl.app.generate import rendered_privately
 from kfctl.catalog.model import Catalog
 from kfctl.config.model import KfDef
 from kfctl.engine import inventory, labels
@@ -85,8 +85,10 @@ def against_cluster(
     """What diff and apply --dry-run compare: the rendered bundle (rendered first unless told not to), its plan,
     and the target cluster, identified."""
     if render:
-        generate(kfdef, catalog)
-    bundle = load_bundle(kfdef, catalog)
+        with rendered_privately(kfdef, catalog) as rendered:  # diff writes nothing into APPDIR
+            bundle = load_bundle(kfdef, catalog, rendered=rendered)
+    else:
+        bundle = load_bundle(kfdef, catalog)
     cluster = open_cluster()
     identify(cluster)
     with talking_to(cluster, "checking that the cluster serves the bundle's apiVersions"):

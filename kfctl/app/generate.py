@@ -19,8 +19,9 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -79,16 +80,7 @@ def generate(
     k = find()
     app_dir = kfdef.app_dir
     apps = kfdef.installed_applications()
-    all_mirrors = Mirrors.of(mirrors, kfdef.mirrors)
-    repos = resolve_repos(kfdef, offline=offline, refresh=refresh, mirrors=all_mirrors)
-    resolver = RemoteResolver(
-        app_dir.joinpath(*REMOTE_CACHE),
-        locked=repos.locked_remote,
-        mirrors=all_mirrors,
-        offline=offline,
-        refresh=refresh,
-        lock_name=lock_path(kfdef.path).name,
-    )
+    repos, resolver = _sources(kfdef, offline=offline, refresh=refresh, mirrors=mirrors)
     lock_written = False
     try:
         # --check writes nothing into APPDIR (a CI checkout may be read-only); a real run renders next to
@@ -137,6 +129,53 @@ def generate(
         remote_bases=len(repos.remote),
         repinned=tuple(repos.repinned),
     )
+
+
+@contextmanager
+def rendered_privately(
+    kfdef: KfDef, catalog: Catalog, *, find: Callable[[], kustomize.Kustomize] = kustomize.find_kustomize
+) -> Iterator[Path]:
+    """Render every application into a temporary directory outside APPDIR and yield its ``rendered/``, for the
+    commands that only read (plan, diff, check --pre): they show what the KfDef means now and write nothing
+    into the app directory (a CI checkout may be read-only; ``-f /dev/stdin`` has no directory of its own).
+    Repos and remote bases come from the cache and the lock, as for generate; a cache miss still fills it."""
+    repos, resolver = _sources(kfdef, offline=False, refresh=False, mirrors=())
+    tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX))
+    try:
+        _render_all(
+            kfdef,
+            catalog,
+            kfdef.installed_applications(),
+            find(),
+            tmp,
+            jobs=None,
+            sources=repos.paths,
+            use_cache=False,
+            resolver=resolver,
+        )
+        yield tmp / "rendered"
+    except kustomize.KustomizeFailed as e:
+        _keep_failed(e, tmp)
+        raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _sources(
+    kfdef: KfDef, *, offline: bool, refresh: bool, mirrors: tuple[Mirror, ...]
+) -> tuple[Resolution, RemoteResolver]:
+    """The KfDef's repos, resolved, and the resolver of their remote bases (``mirrors`` before spec.mirrors)."""
+    all_mirrors = Mirrors.of(mirrors, kfdef.mirrors)
+    repos = resolve_repos(kfdef, offline=offline, refresh=refresh, mirrors=all_mirrors)
+    resolver = RemoteResolver(
+        kfdef.app_dir.joinpath(*REMOTE_CACHE),
+        locked=repos.locked_remote,
+        mirrors=all_mirrors,
+        offline=offline,
+        refresh=refresh,
+        lock_name=lock_path(kfdef.path).name,
+    )
+    return repos, resolver
 
 
 def _record_remote(repos: Resolution, resolver: RemoteResolver) -> None:

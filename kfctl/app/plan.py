@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kfctl.app.bundle import load_bundle
-from kfctl.app.generate import generate
+from kfctl.app.generate import rendered_privately
 from kfctl.catalog.model import Catalog
 from kfctl.config.model import KfDef
 from kfctl.plan.graph import Plan
@@ -15,8 +15,11 @@ from kfctl.plan.text import hoisted_reason
 
 
 def plan_kfdef(kfdef: KfDef, catalog: Catalog, *, render: bool = True) -> Plan:
+    """The plan of the KfDef as it is now (rendered privately: plan writes nothing into APPDIR), or with
+    ``render`` off of what generate last wrote."""
     if render:
-        generate(kfdef, catalog)
+        with rendered_privately(kfdef, catalog) as rendered:
+            return load_bundle(kfdef, catalog, rendered=rendered).plan()
     return load_bundle(kfdef, catalog).plan()
 
 
