@@ -134,6 +134,16 @@ def init_app(
             f'unknown platform "{platform}"{did_you_mean(platform, catalog.platforms)}; '
             f"known: {', '.join(sorted(catalog.platforms))}"
         )
+    target = new_kfdef_path(app_dir, namespace=namespace, force=force)
+    chosen, added = resolve_components(catalog, platform=platform, requested=components)
+    name = name_from_directory(app_dir)
+    write_scaffold(target, render_kfdef(catalog, name=name, namespace=namespace, platform=platform, components=chosen))
+    required = tuple(sorted(n for n, p in catalog.platforms[platform].parameters.items() if p.required_for(chosen)))
+    return InitResult(target, platform, tuple(chosen), tuple(added), required)
+
+
+def new_kfdef_path(app_dir: Path, *, namespace: str, force: bool) -> Path:
+    """APPDIR/kfdef.yaml, once the command line allows writing it (UsageError otherwise)."""
     if not DNS_LABEL.match(namespace):
         raise UsageError(f"--namespace {namespace!r} must be {DNS_LABEL_RULE}")
     if app_dir.exists() and not app_dir.is_dir():
@@ -144,18 +154,18 @@ def init_app(
             f"{target}: already exists; left unchanged",
             hint="pass --force to overwrite it, or choose another APPDIR",
         )
-    chosen, added = resolve_components(catalog, platform=platform, requested=components)
-    name = name_from_directory(app_dir)
-    text = render_kfdef(catalog, name=name, namespace=namespace, platform=platform, components=chosen)
+    return target
+
+
+def write_scaffold(target: Path, text: str) -> None:
+    """The KfDef, and a .gitignore beside it unless one exists; each through a temp file."""
     try:
         write_atomic(target, text)
-        gitignore = app_dir / ".gitignore"
+        gitignore = target.parent / ".gitignore"
         if not gitignore.exists():
             write_atomic(gitignore, GITIGNORE)
     except OSError as e:
         raise UsageError(f"{target}: cannot write: {e.strerror or e}") from e
-    required = tuple(sorted(n for n, p in catalog.platforms[platform].parameters.items() if p.required_for(chosen)))
-    return InitResult(target, platform, tuple(chosen), tuple(added), required)
 
 
 def name_from_directory(app_dir: Path) -> str:

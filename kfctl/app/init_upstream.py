@@ -15,10 +15,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from kfctl.app.init import GITIGNORE, KFDEF_FILE, name_from_directory
-from kfctl.config.model import DNS_LABEL, DNS_LABEL_RULE, Application, KfDef, Mirror, Repo
-from kfctl.errors import ConfigError, UsageError
-from kfctl.fsutil import write_atomic
+from kfctl.app.init import KFDEF_FILE, name_from_directory, new_kfdef_path, write_scaffold
+from kfctl.config.model import Application, KfDef, Mirror, Repo
+from kfctl.errors import ConfigError
 from kfctl.repos.cache import resolve_repos
 from kfctl.repos.mirror import Mirrors
 
@@ -184,13 +183,7 @@ def init_upstream(
     mirrors: tuple[Mirror, ...],
     force: bool,
 ) -> UpstreamInitResult:
-    if not DNS_LABEL.match(namespace):
-        raise UsageError(f"--namespace {namespace!r} must be {DNS_LABEL_RULE}")
-    if app_dir.exists() and not app_dir.is_dir():
-        raise UsageError(f"{app_dir}: exists and is not a directory")
-    target = app_dir / KFDEF_FILE
-    if target.exists() and not force:
-        raise UsageError(f"{target}: already exists; left unchanged", hint="pass --force to overwrite it")
+    target = new_kfdef_path(app_dir, namespace=namespace, force=force)
     uri = release_uri(release)
     root = _fetch(app_dir, uri, mirrors)
     example_file = root / EXAMPLE
@@ -212,12 +205,7 @@ def init_upstream(
         platform=platform,
         mirrors=mirrors,
     )
-    try:
-        write_atomic(target, text)
-        if not (app_dir / ".gitignore").exists():
-            write_atomic(app_dir / ".gitignore", GITIGNORE)
-    except OSError as e:
-        raise UsageError(f"{target}: cannot write: {e.strerror or e}") from e
+    write_scaffold(target, text)
     names = application_names([line.path for line in example.lines])
     return UpstreamInitResult(target, label, uri, tuple(names), example.components)
 
