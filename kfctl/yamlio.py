@@ -264,3 +264,10 @@ def may_alias(text: str) -> bool:
     if "&" not in text:
         return False
     return any(m.start() == 0 or text[m.start() - 1] in _ANCHOR_BEFORE for m in _ANCHOR.finditer(text))
+
+
+def compose(text: str) -> yaml.Node | None:
+    """The node tree of one document, with each node's position in ``text`` (for editing a file in place);
+    within the same limits as the other loads. Nodes are not constructed, so an alias costs nothing."""
+    check_limits(text)
+    return yaml.compose(text, Loader=_LOADER)

@@ -78,26 +78,33 @@ def hold(cluster: FakeCluster, clock: Clock, log: EventLog, *, wait: float) -> N
 @pytest.mark.parametrize(
     ("existing", "waited"),
     [
-        pytest.param(None, 0.0, id="no-lease-yet-created"),
-        pytest.param(lease(None), 0.0, id="a-lease-without-holder-is-taken-at-once"),
-        pytest.param(lease("gone-host/1", renewed_ago=STALE_AFTER + 60), 0.0, id="long-dead-holder-taken-at-once"),
-        pytest.param(lease("gone-host/1"), float(DURATION), id="silent-holder-taken-after-a-lease-duration"),
+        # Each lease is made when its test runs: its renew time is "seconds ago" from then, not from collection
+        # (a slow suite reached these rows more than STALE_AFTER after collecting them).
+        pytest.param(lambda: None, 0.0, id="no-lease-yet-created"),
+        pytest.param(lambda: lease(None), 0.0, id="a-lease-without-holder-is-taken-at-once"),
         pytest.param(
-            lease("here/4242", process=f"{ME.rsplit('/', 1)[0]}/1"),  # this pid, started at another time
+            lambda: lease("gone-host/1", renewed_ago=STALE_AFTER + 60), 0.0, id="long-dead-holder-taken-at-once"
+        ),
+        pytest.param(lambda: lease("gone-host/1"), float(DURATION), id="silent-holder-taken-after-a-lease-duration"),
+        pytest.param(
+            lambda: lease("here/4242", process=f"{ME.rsplit('/', 1)[0]}/1"),  # this pid, started at another time
             0.0,
             id="a-holder-that-ended-on-this-machine-taken-at-once",
         ),
         pytest.param(
-            lease("here/4242", process=ME),  # this very process: alive
+            lambda: lease("here/4242", process=ME),  # this very process: alive
             float(DURATION),
             id="a-holder-still-running-here-taken-only-after-a-lease-duration",
         ),
     ],
 )
-def test_the_lock_is_taken_when_free_or_when_its_holder_stopped_renewing(existing: Obj | None, waited: float) -> None:
+def test_the_lock_is_taken_when_free_or_when_its_holder_stopped_renewing(
+    existing: Callable[[], Obj | None], waited: float
+) -> None:
     cluster, clock, log = FakeCluster(), Clock(), EventLog()
-    if existing is not None:
-        cluster.put(existing)
+    made = existing()
+    if made is not None:
+        cluster.put(made)
     hold(cluster, clock, log, wait=60)
     assert clock.now - 1000.0 == pytest.approx(waited, abs=1.1)
     assert cluster.live(KEY) is None  # removed: the run leaves nothing behind

@@ -168,7 +168,7 @@ def test_missing_platform_parameter_fails_before_writing(tmp_path: Path, catalog
         load_kfdef(path, catalog)
     assert info.value.details == [
         f'{path}:9:7 spec.plugins[0].spec: platform "aws" requires parameter "clusterName" in the spec of a '
-        "KfAwsPlugin plugin (EKS cluster name.)"
+        "KfAwsPlugin plugin, read by training-operator (EKS cluster name.)"
     ]
     assert not (app / "rendered").exists()
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import yaml
 
+from kfctl import yamlio
 from kfctl.repos.remote import REFERENCE_FIELDS, looks_remote
 
 
@@ -28,7 +29,7 @@ def remote_entries(text: str) -> list[Entry]:
     """The entries of ``text`` (a kustomization) that kustomize would fetch, in file order; [] when it does not
     parse (kustomize reports that in its own words)."""
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = yamlio.compose(text)
     except yaml.YAMLError:
         return []
     if not isinstance(root, yaml.MappingNode):
