@@ -71,6 +71,7 @@ FLAGS = [
     ("url", "https://github.com/=http://mirror/github/", Mirror("https://github.com/", "http://mirror/github/")),
     ("relative-dir", "https://github.com/=./mirror", Mirror("https://github.com/", "{cwd}/mirror")),
     ("prefix-with-equals", "https://x/?a=b=/srv/x", Mirror("https://x/?a=b", "/srv/x")),
+    ("bare-relative-dir", "https://github.com/=mirror", Mirror("https://github.com/", "{cwd}/mirror")),
 ]
 
 

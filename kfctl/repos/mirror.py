@@ -60,14 +60,16 @@ def normalise(prefix: str, location: str, *, base_dir: Path) -> Mirror:
 
 
 def parse_flag(text: str, *, base_dir: Path) -> Mirror:
-    """``URL_PREFIX=LOCATION`` from the command line. The first "=" followed by a scheme, a "/" or a "." splits
-    it, so a prefix holding "=" (a query) still parses: ``https://x/?a=b=/srv`` is prefix ``https://x/?a=b``."""
-    prefix, sep, location = text.partition("=")
-    while sep and location and not (is_url(location) or location[0] in "/.~"):
-        more, sep, location = location.partition("=")
-        prefix = f"{prefix}={more}"
-    if not sep:
+    """``URL_PREFIX=LOCATION`` from the command line. The first "=" followed by a URL, a "/", a "." or a "~"
+    splits it, so a prefix holding "=" (a query) still parses: ``https://x/?a=b=/srv`` is prefix
+    ``https://x/?a=b``; with none such, the first "=" does (``https://github.com/=mirror``)."""
+    if "=" not in text:
         raise UsageError(f"--mirror {text!r}: expected URL_PREFIX=LOCATION", hint=FLAG_HINT)
+    splits = [(text[:i], text[i + 1 :]) for i, c in enumerate(text) if c == "="]
+    prefix, location = next(
+        ((p, loc) for p, loc in splits if loc and (is_url(loc) or loc[0] in "/.~")),
+        splits[0],
+    )
     return normalise(prefix, location, base_dir=base_dir)
 
 
