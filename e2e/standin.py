@@ -599,6 +599,7 @@ class StandIn:
     # webhook servers that inject their own caBundle (istiod, the Spark operator, Knative) ---------------
 
     def self_injecting_webhooks(self) -> None:
+        played: list[SelfInjectingWebhook] = []
         for entry in self.self_injecting:
             path = f"/apis/apps/v1/namespaces/{entry.namespace}/deployments/{entry.deployment}"
             deployment = self.api.get(path)
@@ -609,16 +610,19 @@ class StandIn:
             if entry not in self.own_cas:
                 self.own_cas[entry] = pki.make_ca(f"{entry.service} stand-in CA")  # a CN holds 64 characters at most
                 log.info("%s: played by the stand-in (allow-all, caBundle written as the server would)", entry.who)
-            ca = self.own_cas[entry]
             if self.webhook_server is not None:
-                self.webhook_server.serve_certificate(entry.server_name, ca)
-            for configuration, base in WEBHOOK_CONFIGURATIONS.items():
-                for item in self.api.list(base):
+                self.webhook_server.serve_certificate(entry.server_name, self.own_cas[entry])
+            played.append(entry)
+        if not played:
+            return
+        for configuration, base in WEBHOOK_CONFIGURATIONS.items():
+            for item in self.api.list(base):  # once per pass, for every played server
+                for entry in played:
                     with self.guard(f"{configuration} webhook configuration {item['metadata']['name']}"):
                         self.patch_webhook_ca(
                             base,
                             item,
-                            ca.cert_pem,
+                            self.own_cas[entry].cert_pem,
                             f"{configuration} webhook configuration",
                             service=(entry.namespace, entry.service),
                         )

@@ -99,9 +99,6 @@ class Mirrors:
             return Mapped(original=url, location=_join(best.location, rest), local=local, mirror=best)
         return Mapped(original=url, location=str(Path(best.location) / rest.lstrip("/")), local=True, mirror=best)
 
-    def __bool__(self) -> bool:
-        return bool(self.entries)
-
 
 def _join(base: str, rest: str) -> str:
     if base.endswith(("/", ":")) or rest.startswith("/") or not rest:

@@ -28,13 +28,6 @@ class RemoteReference:
     field: str  # resources | bases | components
     value: str
 
-    def describe(self, root: Path) -> str:
-        try:
-            shown = self.file.relative_to(root).as_posix()
-        except ValueError:
-            shown = str(self.file)
-        return f'{shown}: {self.field} entry "{self.value}" is a remote base and needs the network'
-
 
 def looks_remote(value: str) -> bool:
     return "://" in value or value.startswith("git@") or bool(_HOSTLIKE.match(value))

@@ -141,7 +141,7 @@ class RemoteResolver:
                 return pinned, cached
         if self.offline:
             raise self._offline_miss(spec, where, pinned=pinned is not None)
-        mapped = self._map(spec.repo)
+        mapped = self.mirrors.map(spec.repo)
         self.cache.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".tmp-git-", dir=self.cache))
         try:
@@ -193,7 +193,7 @@ class RemoteResolver:
                 return pinned, cached, PurePosixPath()
         if self.offline:
             raise self._offline_miss(spec, where, pinned=pinned is not None)
-        mapped = self._map(spec.repo)
+        mapped = self.mirrors.map(spec.repo)
         local = mapped.local
         location = unquote(urlsplit(mapped.location).path) if mapped.location.startswith("file://") else mapped.location
         self.cache.mkdir(parents=True, exist_ok=True)
@@ -228,9 +228,6 @@ class RemoteResolver:
             return RemoteEntry(url=spec.url, kind="file", sha256=sha, size=size), final, PurePosixPath()
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-
-    def _map(self, url: str) -> Mapped:
-        return self.mirrors.map(url)
 
 
 def _file_name(spec: RemoteSpec) -> str:
