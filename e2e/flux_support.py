@@ -221,20 +221,29 @@ def inventory_keys(ks: Mapping[str, Any]) -> set[tuple[str, str, str, str]]:
     return out
 
 
-def wait_all_ready(api: Any, names: list[str], *, timeout: float, flux: Flux) -> dict[str, dict[str, Any]]:
-    """Poll until every named Kustomization is Ready; their objects. Fails naming the not-Ready ones' conditions
-    (and the controllers' log tails) on timeout."""
+def applied(obj: Mapping[str, Any], revision: str | None) -> bool:
+    """Ready, and (when a revision is named) the revision applied is that one. Flux can show Ready=True in one
+    status write and lastAppliedRevision in the next (a CI run read the Ready one alone), so a test that
+    reads both waits for both."""
+    return is_ready(obj) and (revision is None or (obj.get("status") or {}).get("lastAppliedRevision") == revision)
+
+
+def wait_all_ready(
+    api: Any, names: list[str], *, timeout: float, flux: Flux, revision: str | None = None
+) -> dict[str, dict[str, Any]]:
+    """Poll until every named Kustomization is Ready (at ``revision`` when given); their objects. Fails naming
+    the not-Ready ones' conditions (and the controllers' log tails) on timeout."""
     deadline = time.monotonic() + timeout
     last: dict[str, dict[str, Any]] = {}
     while True:
         last = {k["metadata"]["name"]: k for k in api.list(KUSTOMIZATIONS)}
-        if all(n in last and is_ready(last[n]) for n in names):
+        if all(n in last and applied(last[n], revision) for n in names):
             return last
         if time.monotonic() > deadline or not flux.alive():
             waiting = {n: condition(last.get(n, {}), "Ready").get("message", "absent") for n in names}
             pytest.fail(
                 f"Kustomizations not Ready after {timeout:.0f} s: "
-                + "; ".join(f"{n}: {m}" for n, m in waiting.items() if not is_ready(last.get(n, {})))
+                + "; ".join(f"{n}: {m}" for n, m in waiting.items() if not applied(last.get(n, {}), revision))
                 + f"\n{flux.log_tail()}",
                 pytrace=False,
             )

@@ -209,7 +209,9 @@ def platform(
             poll(lambda: api.get("/api/v1/namespaces/kubeflow"), timeout=300, what="Flux to create namespace kubeflow")
             made = run_kfctl("secrets", "apply", str(app_dir), "-o", "json", "--kubeconfig", kubeconfig).stdout
             names = [PARENT, *exported_kustomizations(repo)]
-            found = flux_support.wait_all_ready(api, names, timeout=INSTALL_TIMEOUT, flux=flux)
+            found = flux_support.wait_all_ready(
+                api, names, timeout=INSTALL_TIMEOUT, flux=flux, revision=f"main@sha1:{commit}"
+            )
             seconds = time.monotonic() - start
             print(f"\nFlux: every Kustomization Ready {seconds:.1f} s after the export was handed to it")
             secrets = sorted(s["object"] for s in json.loads(made)["secrets"] if s["result"] == "created")
