@@ -52,10 +52,13 @@ lint: $(BIN)/.installed
 	$(BIN)/mypy --strict testbed/kfctl_testbed
 
 unit: $(BIN)/.installed
-	$(BIN)/pytest -m "not e2e"
+	$(BIN)/pytest -m "not e2e" -n 2
 
+# The hermetic tests are CPU-bound (kustomize, rendering): two workers, one per core. The e2e tests run one at a time:
+# each starts a control plane of its own and waits on it.
 test: setup lint
-	$(BIN)/pytest --durations=25
+	$(BIN)/pytest -m "not e2e" -n 2 --durations=10
+	$(BIN)/pytest -m e2e --durations=25
 
 clean:
 	rm -rf $(VENV) .work

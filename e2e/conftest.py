@@ -37,8 +37,8 @@ INSTALL_HINT = (
 UP_TIMEOUT = float(os.environ.get("KFCTL_E2E_UP_TIMEOUT", "3600"))  # includes a cold build of the binaries
 
 
-def _start(state_dir: Path) -> Cluster:
-    args = ["up", "--state-dir", str(state_dir)]
+def _start(state_dir: Path, *up_args: str) -> Cluster:
+    args = ["up", "--state-dir", str(state_dir), *up_args]
     try:
         result = run_cluster(*args, timeout=UP_TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -98,15 +98,16 @@ def fresh_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]
 
 
 @pytest.fixture(scope="module")
-def module_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """As `fresh_cluster`, shared by the tests of one module (which run in order on it), stopped after them."""
-    yield from _fresh_cluster(tmp_path_factory)
+def module_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """As `fresh_cluster`, shared by the tests of one module (which run in order on it), stopped after them. A
+    module's CLUSTER_UP_ARGS (e.g. ``("--training-seconds", "60")``) go to its `e2e/cluster up`."""
+    yield from _fresh_cluster(tmp_path_factory, *getattr(request.module, "CLUSTER_UP_ARGS", ()))
 
 
-def _fresh_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+def _fresh_cluster(tmp_path_factory: pytest.TempPathFactory, *up_args: str) -> Iterator[Cluster]:
     import localcluster
 
-    started = _start(_state_dir(tmp_path_factory, "fresh-cluster"))
+    started = _start(_state_dir(tmp_path_factory, "fresh-cluster"), *up_args)
     try:
         state = localcluster.State.load(started.state_dir) if started.state_dir else None
         runtime = next((p for p in (state.procs if state else []) if p.name == "runtime"), None)

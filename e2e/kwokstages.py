@@ -18,6 +18,10 @@ from runtime import RUNNABLE_IMAGES, built_releases
 
 STAGES_FILE = Path(__file__).resolve().parent / "kwok-pod-stages.yaml"
 PLACEHOLDER = "RUNTIME_POD"
+TRAINING_PLACEHOLDER = "TRAINING_SECONDS"
+# How long a simulated training pod runs, from its startTime (the tests' own jobs need no more; upstream's test
+# scripts, which wait for a training pod to be Ready before they wait for the job, get a cluster with more).
+TRAINING_SECONDS = 3
 
 
 def runnable_repositories(bin_dir: Path | None) -> list[str]:
@@ -41,22 +45,25 @@ def runtime_pod_expression(repositories: list[str]) -> str:
     return f"self.spec.containers.exists(c, {' || '.join(tests)})"
 
 
-def pod_stages(repositories: list[str]) -> list[dict]:
-    """The Stage objects of kwok-pod-stages.yaml with RUNTIME_POD filled in."""
+def pod_stages(repositories: list[str], *, training_seconds: int = TRAINING_SECONDS) -> list[dict]:
+    """The Stage objects of kwok-pod-stages.yaml with RUNTIME_POD and TRAINING_SECONDS filled in."""
     stages = yaml.safe_load(STAGES_FILE.read_text())["stages"]
     expression = runtime_pod_expression(repositories)
     for stage in stages:
         for match in stage["spec"].get("selector", {}).get("matchExpressions", []):
             if "cel" in match:
                 match["cel"]["expression"] = match["cel"]["expression"].replace(PLACEHOLDER, expression)
+        delay = stage["spec"].get("delay", {}).get("durationFrom", {}).get("cel")
+        if delay:
+            delay["expression"] = delay["expression"].replace(TRAINING_PLACEHOLDER, f"{training_seconds}s")
     return stages
 
 
-def kwok_config(repositories: list[str]) -> str:
+def kwok_config(repositories: list[str], *, training_seconds: int = TRAINING_SECONDS) -> str:
     """The whole --config file: KwokConfiguration first, then the pod stages (multi-document YAML)."""
     documents = [
         {"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokConfiguration", "options": {}},
-        *pod_stages(repositories),
+        *pod_stages(repositories, training_seconds=training_seconds),
     ]
     return yaml.dump_all(documents, Dumper=_Dumper, sort_keys=False, width=1000)
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
+import functools
 import ipaddress
 import json
 import os
@@ -370,7 +371,7 @@ def _audit_flags(state_dir: Path, log_path: str) -> list[str]:
     ]
 
 
-def up_local(state_dir: Path) -> State:
+def up_local(state_dir: Path, *, training_seconds: int = kwokstages.TRAINING_SECONDS) -> State:
     bin_dir = binaries()
     # Admission webhooks are on where the process runtime runs (as root): the API server reaches webhook Services
     # through its egress proxy (e2e/egress.py), which leads a cluster IP to the process the runtime runs for the
@@ -516,7 +517,9 @@ def up_local(state_dir: Path) -> State:
     # HOME is the state dir: nothing of the user's can add stages or options.
     runtime_bin_dir = operators_dir() if os.geteuid() == 0 else None
     kwok_config = state_dir / "kwok.yaml"
-    kwok_config.write_text(kwokstages.kwok_config(kwokstages.runnable_repositories(runtime_bin_dir)))
+    kwok_config.write_text(
+        kwokstages.kwok_config(kwokstages.runnable_repositories(runtime_bin_dir), training_seconds=training_seconds)
+    )
     kwok = spawn(
         state,
         "kwok",
@@ -864,7 +867,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     backend = choose_backend(args)
     started = time.monotonic()
     try:
-        state = up_kind(state_dir) if backend == "kind" else up_local(state_dir)
+        local = functools.partial(up_local, training_seconds=args.training_seconds)
+        state = up_kind(state_dir) if backend == "kind" else local(state_dir)
     except BaseException:
         failed = State.load(state_dir)
         if failed is not None and failed.procs:
@@ -1037,6 +1041,13 @@ def main(argv: list[str] | None = None) -> int:
     choice = up.add_mutually_exclusive_group()
     choice.add_argument("--kind", action="store_true", help="create a kind cluster (needs Docker)")
     choice.add_argument("--local", action="store_true", help="run the local control plane even where kind works")
+    up.add_argument(
+        "--training-seconds",
+        type=int,
+        default=kwokstages.TRAINING_SECONDS,
+        help="how long kwok lets a simulated training pod run before it succeeds (default %(default)s; upstream's "
+        "own test scripts wait for a running pod and need longer)",
+    )
     sub.add_parser("down", help="stop the cluster's recorded processes and remove its state")
     status = sub.add_parser("status", help="what runs; exit 0 when up, 1 when not, 2 when partly")
     status.add_argument("--json", action="store_true")

@@ -100,6 +100,11 @@ RUNNABLE_IMAGES: dict[str, dict[str, str]] = {
         "v2.2.0": "trainer-controller-manager",
         "v2.1.0": "trainer-controller-manager-v2.1.0",  # manifests v1.11.0
     },
+    # kubeflow/kubeflow's components, built from ../shared/fixtures' source (manifests v1.10.0 and v1.11.0 pin v1.10.0).
+    "ghcr.io/kubeflow/kubeflow/profile-controller": {"v1.10.0": "profile-controller-v1.10.0"},
+    "ghcr.io/kubeflow/kubeflow/kfam": {"v1.10.0": "kfam-v1.10.0"},
+    "ghcr.io/kubeflow/kubeflow/notebook-controller": {"v1.10.0": "notebook-controller-v1.10.0"},
+    "ghcr.io/kubeflow/kubeflow/poddefaults-webhook": {"v1.10.0": "poddefaults-webhook-v1.10.0"},
 }
 
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"

@@ -6,9 +6,11 @@ upstream's own sources from ../shared/fixtures behind a real git server and an H
 `--mirror` as a user behind one would; GitHub is out of reach (a dead proxy).
 
 What runs: the real operators the process runtime has a binary for, at the release's own versions (katib v0.19.0,
-KServe v0.15.2, Trainer v2.1.0 and its JobSet v0.10.1); kwok plays every other pod. Webhooks whose server cannot
-be built here are played by the stand-in controller (e2e/standin.py), which says so below: it admits unchanged
-(never injects a sidecar) and writes the caBundle as the server would for itself at start.
+KServe v0.15.2, Trainer v2.1.0 and its JobSet v0.10.1, and kubeflow/kubeflow v1.10.0's profile controller, KFAM,
+notebook controller and PodDefault webhook built from ../shared/fixtures' source); kwok plays every other pod.
+Upstream's own test objects and scripts (the release's tests/) run against it as they run in upstream's CI.
+Webhooks whose server cannot be built here are played by the stand-in controller (e2e/standin.py), which says so
+below: it admits unchanged (never injects a sidecar) and writes the caBundle as the server would for itself at start.
 
 The oracles are the API server's: every object's health as kfctl reads it is checked again by `kfctl status`, the
 writes by the audit of the run's own counts (0 created, 0 configured on a re-apply), and what is left after delete
@@ -20,20 +22,32 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
+import tarfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import standin
-from harness import Cluster
+import yaml
+from harness import Cluster, poll
 from kfctl_testbed import fileserver, gitserver, upstream_mirror
-from test_apply_support import REPO, kfctl, kubectl
+from test_apply_support import REPO, Run, kfctl, kubectl
 
 pytestmark = pytest.mark.e2e
 
 FIXTURES = REPO.parent / "shared" / "fixtures"
 NAME = "kubeflow"
+USER_NS = "kubeflow-user-example-com"  # the example's Profile (common/user-namespace/base)
+PROFILE_LABELS = "applications/profiles/upstream/base/namespace-labels.yaml"
+PODDEFAULT = "poddefaults.access-ml-pipeline.kubeflow-user-example-com.yaml"
+NOTEBOOK = "notebook.test.kubeflow-user-example.com.yaml"
+# Upstream's trainer test waits for the training pod to be Ready 15 s after it applied the TrainJob: kwok lets a
+# simulated training pod run this long (e2e/cluster up --training-seconds).
+CLUSTER_UP_ARGS = ("--training-seconds", "60")
 
 
 def _closed_port() -> int:
@@ -71,12 +85,35 @@ def played_webhooks() -> list[str]:
     return [f"{w.namespace}/{w.service}: {w.who}" for w in standin.SELF_INJECTING_WEBHOOKS]
 
 
-def test_v1_11_full_platform_installs_reapplies_without_writes_and_deletes_clean(
-    fresh_cluster: Cluster, tmp_path: Path, mirror: upstream_mirror.Mirror, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    kubeconfig = fresh_cluster.kubeconfig
-    app = tmp_path / NAME
+@dataclass
+class Platform:
+    kubeconfig: str
+    state_dir: Path | None
+    app: Path
+    applications: list[str]
+    waves: int
+    apply: Run
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The release's tree from the fixture (for upstream's own tests/ and files the oracles read), never copied
+    into the repository."""
+    root = tmp_path_factory.mktemp("release")
+    with tarfile.open(FIXTURES / "kubeflow-manifests-v1.11.0.tar.gz") as tar:
+        tar.extractall(root, filter="data")
+    [top] = root.iterdir()
+    return top
+
+
+@pytest.fixture(scope="module")
+def platform(
+    module_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory, mirror: upstream_mirror.Mirror
+) -> Platform:
+    kubeconfig = module_cluster.kubeconfig
+    app = tmp_path_factory.mktemp("full") / NAME
     with (
+        pytest.MonkeyPatch.context() as monkeypatch,
         no_network(monkeypatch),
         gitserver.serve(mirror.git_root) as git_server,
         fileserver.serve(mirror.files_root) as files,
@@ -88,39 +125,148 @@ def test_v1_11_full_platform_installs_reapplies_without_writes_and_deletes_clean
         generated = kfctl("generate", str(app), kubeconfig=kubeconfig)
         assert generated.code == 0, generated.explain()
     # The mirror is gone: from here on nothing but the cache and the lock.
-    with no_network(monkeypatch):
+    with pytest.MonkeyPatch.context() as monkeypatch, no_network(monkeypatch):
         offline = kfctl("generate", str(app), "--offline", kubeconfig=kubeconfig)
     assert offline.code == 0, offline.explain()
     assert json.loads(offline.stdout)["changed"] == []
-    applications = json.loads(init.stdout)["applications"]
     plan = kfctl("plan", str(app), kubeconfig=kubeconfig)
     assert plan.code == 0, plan.explain()
-    waves = json.loads(plan.stdout)["summary"]["waves"]
 
     print("\nwebhooks the stand-in plays (their servers cannot be built here):", *played_webhooks(), sep="\n  ")
     run = kfctl("apply", str(app), "--wait-timeout", "10m", kubeconfig=kubeconfig, timeout=1500)
     assert run.code == 0, run.explain()
-    s = run.summary
+    return Platform(
+        kubeconfig,
+        module_cluster.state_dir,
+        app,
+        json.loads(init.stdout)["applications"],
+        json.loads(plan.stdout)["summary"]["waves"],
+        run,
+    )
+
+
+def test_v1_11_full_platform_installs_healthy_from_an_offline_render(platform: Platform) -> None:
+    s = platform.apply.summary
     path = " → ".join(f"{c['step']} {c['seconds']}s" for c in s["criticalPath"])
     print(
-        f"apply: {s['objects']} objects in {len(applications)} applications, {waves} waves, {s['seconds']} s; "
-        f"critical path: {path}"
+        f"\napply: {s['objects']} objects in {len(platform.applications)} applications, {platform.waves} waves, "
+        f"{s['seconds']} s; critical path: {path}"
     )
-    assert [a["name"] for a in s["applications"]] == applications
+    assert [a["name"] for a in s["applications"]] == platform.applications
     assert all(a["state"] == "ready" for a in s["applications"]), s["applications"]
     assert s["created"] + s["unchanged"] == s["objects"]
-
-    status = kfctl("status", str(app), kubeconfig=kubeconfig)
+    status = kfctl("status", str(platform.app), kubeconfig=platform.kubeconfig)
     assert status.code == 0, status.explain()
 
-    again = kfctl("apply", str(app), "--wait-timeout", "5m", kubeconfig=kubeconfig, timeout=900)
+
+def runs_for_real(platform: Platform, namespace: str, prefix: str, container: str) -> str:
+    """The last log line of the process the runtime runs for `container` of the pod whose name starts with
+    `prefix` (the oracle that a real controller, not kwok, serves it)."""
+    pods = kubectl(platform.kubeconfig, "get", "pods", "-n", namespace, "-o", "name").split()
+    pod = next(p.split("/", 1)[1] for p in pods if p.split("/", 1)[1].startswith(prefix))
+    logs = subprocess.run(
+        [
+            str(REPO / "e2e" / "cluster"),
+            "--state-dir",
+            str(platform.state_dir),
+            "logs",
+            f"{namespace}/{pod}",
+            "-c",
+            container,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert logs.returncode == 0 and logs.stdout.strip(), f"no process ran for {namespace}/{pod}: {logs.stderr}"
+    return logs.stdout.strip().splitlines()[-1][:200]
+
+
+def test_the_real_profile_controller_gives_the_user_profile_its_namespace(platform: Platform, release: Path) -> None:
+    """The example's Profile (common/user-namespace) is served by the real profile controller v1.10.0: its
+    namespace gets the labels upstream's namespace-labels.yaml names, the owner's RoleBinding and the two
+    ServiceAccounts every notebook and pipeline run uses."""
+    print("profile controller:", runs_for_real(platform, "kubeflow", "profiles-deployment", "manager"))
+    wanted = yaml.safe_load((release / PROFILE_LABELS).read_text())
+
+    def namespace() -> dict[str, Any] | None:
+        text = kubectl(platform.kubeconfig, "get", "namespace", USER_NS, "-o", "json", check=False)
+        labels = json.loads(text)["metadata"].get("labels", {}) if text else {}
+        return labels if all(labels.get(k) == v for k, v in wanted.items()) else None
+
+    labels = poll(namespace, timeout=120, what=f"namespace {USER_NS} with the labels of {PROFILE_LABELS}")
+    print(f"namespace {USER_NS}: " + ", ".join(f"{k}={labels[k]}" for k in sorted(wanted)))
+    binding = json.loads(
+        kubectl(platform.kubeconfig, "get", "rolebinding", "namespaceAdmin", "-n", USER_NS, "-o", "json")
+    )
+    assert binding["roleRef"]["name"] == "kubeflow-admin"
+    assert [(s["kind"], s["name"]) for s in binding["subjects"]] == [("User", "user@example.com")]
+    accounts = kubectl(platform.kubeconfig, "get", "serviceaccounts", "-n", USER_NS, "-o", "name").split()
+    assert {"serviceaccount/default-editor", "serviceaccount/default-viewer"} <= set(accounts), accounts
+
+
+def test_a_notebook_gets_its_statefulset_and_its_pod_the_poddefault(platform: Platform, release: Path) -> None:
+    """Upstream's own test objects (tests/): a PodDefault, then a Notebook that selects it. The real notebook
+    controller makes the StatefulSet, the real controller manager its pod, and the real PodDefault webhook
+    (failurePolicy Fail) puts the PodDefault's env and volume into that pod."""
+    print("notebook controller:", runs_for_real(platform, "kubeflow", "notebook-controller-deployment", "manager"))
+    print(
+        "poddefaults webhook:", runs_for_real(platform, "kubeflow", "admission-webhook-deployment", "admission-webhook")
+    )
+    for name in (PODDEFAULT, NOTEBOOK):
+        kubectl(platform.kubeconfig, "apply", "-f", str(release / "tests" / name))
+    poll(
+        lambda: kubectl(platform.kubeconfig, "get", "statefulset", "test", "-n", USER_NS, "-o", "name", check=False),
+        timeout=120,
+        what="the notebook controller to create StatefulSet test",
+    )
+    pod = poll(
+        lambda: json.loads(kubectl(platform.kubeconfig, "get", "pod", "test-0", "-n", USER_NS, "-o", "json")),
+        timeout=120,
+        what="pod test-0 of the notebook",
+    )
+    [container] = pod["spec"]["containers"]
+    env = {e["name"]: e.get("value") for e in container.get("env", [])}
+    assert env.get("KF_PIPELINES_SA_TOKEN_PATH") == "/var/run/secrets/kubeflow/pipelines/token", env
+    assert "volume-kf-pipeline-token" in {v["name"] for v in pod["spec"]["volumes"]}
+    assert "poddefault.admission.kubeflow.org/poddefault-access-ml-pipeline" in pod["metadata"]["annotations"]
+
+
+def upstream_script(platform: Platform, release: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """One of upstream's test scripts, run as its CI runs it: from the release's root, kubectl on PATH."""
+    env = {**os.environ, "KUBECONFIG": platform.kubeconfig}
+    return subprocess.run(
+        ["bash", *args], cwd=release, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+
+
+def test_upstreams_trainer_test_then_pss_enable_restricted_pass(platform: Platform, release: Path) -> None:
+    """tests/trainer_test.sh runs its TrainJob on the real Trainer v2.1.0 and JobSet v0.10.1 to a complete Job
+    (kwok plays the training pod for 60 s: CLUSTER_UP_ARGS); then tests/PSS_enable.sh restricted labels the
+    platform's namespaces, and fails on a pod that would violate it."""
+    trainer = upstream_script(platform, release, "tests/trainer_test.sh")
+    assert trainer.returncode == 0, trainer.stdout[-3000:] + trainer.stderr[-3000:]
+    print("tests/trainer_test.sh:", trainer.stdout.strip().splitlines()[-1])
+    pss = upstream_script(platform, release, "tests/PSS_enable.sh", "restricted")
+    assert pss.returncode == 0, pss.stdout[-3000:] + pss.stderr[-3000:]
+    print("tests/PSS_enable.sh restricted:", " ".join(pss.stdout.split()))
+
+
+def test_a_reapply_writes_nothing_and_delete_leaves_nothing(platform: Platform) -> None:
+    """After the user's objects above (Profile namespace, Notebook, TrainJob), a re-apply writes nothing and
+    prunes nothing; delete removes every labelled object and every namespace of the install."""
+    kubeconfig = platform.kubeconfig
+    again = kfctl("apply", str(platform.app), "--wait-timeout", "5m", kubeconfig=kubeconfig, timeout=900)
     assert again.code == 0, again.explain()
     assert (again.summary["created"], again.summary["configured"], again.summary["corrected"]) == (0, 0, 0)
     assert again.summary["pruned"] == 0
-    print(f"re-apply: {again.summary['unchanged']} unchanged, 0 writes, {again.summary['seconds']} s")
+    print(f"\nre-apply: {again.summary['unchanged']} unchanged, 0 writes, {again.summary['seconds']} s")
 
     namespaces = {o.split("/", 1)[1] for o in labelled(kubeconfig) if o.startswith("namespace/")}
-    gone = kfctl("delete", str(app), "--delete-storage", "--wait-timeout", "5m", kubeconfig=kubeconfig, timeout=900)
+    gone = kfctl(
+        "delete", str(platform.app), "--delete-storage", "--wait-timeout", "5m", kubeconfig=kubeconfig, timeout=900
+    )
     assert gone.code == 0, gone.explain()
     assert labelled(kubeconfig) == []
     left = set(kubectl(kubeconfig, "get", "namespaces", "-o", "name").split())

@@ -1,8 +1,8 @@
 """kwok's pod stages (e2e/kwok-pod-stages.yaml): which simulated pods keep running, which finish, and how.
 
 A pod of nothing in particular runs until deleted. A Job's pod finishes at once, a training job's pod (label
-training.kubeflow.org/job-name, as the training operator sets it) a few seconds after it started: every
-container terminated with exit code 0, reason Completed, and the pod Succeeded. Annotated
+training.kubeflow.org/job-name, as the training operator sets it, or a JobSet's pod) a few seconds after it
+started: every container terminated with exit code 0, reason Completed, and the pod Succeeded. Annotated
 `e2e.kfctl.dev/fail: <message>`, either fails instead: exit code 1, reason Error, the message in the
 container's terminated state, the pod Failed. (Pods the process runtime runs: test_runtime_readiness.py.)
 """
@@ -22,6 +22,7 @@ from runtime_support import FAIL_ANNOTATION
 pytestmark = pytest.mark.e2e
 
 TRAINING_LABEL = "training.kubeflow.org/job-name"
+JOBSET_LABEL = "jobset.sigs.k8s.io/jobset-name"
 
 
 def pod(name: str, *, labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None) -> JSON:
@@ -39,8 +40,8 @@ def pod(name: str, *, labels: dict[str, str] | None = None, annotations: dict[st
     }
 
 
-def job(name: str, *, annotations: dict[str, str] | None = None) -> JSON:
-    template = pod(name, annotations=annotations)
+def job(name: str, *, annotations: dict[str, str] | None = None, labels: dict[str, str] | None = None) -> JSON:
+    template = pod(name, annotations=annotations, labels=labels)
     del template["metadata"]["name"]
     return {
         "apiVersion": "batch/v1",
@@ -124,6 +125,27 @@ def test_job_pod_completes(api: kube_rest.Client, namespace: str) -> None:
     [p] = api.list(f"/api/v1/namespaces/{namespace}/pods", query={"labelSelector": "job-name=once"})
     assert p["status"]["phase"] == "Succeeded"
     assert [(s["exitCode"], s["reason"]) for s in terminated(p)] == [(0, "Completed")] * 2
+
+
+def test_a_jobset_pod_is_a_training_pod_and_runs_a_few_seconds_though_a_job_owns_it(
+    api: kube_rest.Client, namespace: str
+) -> None:
+    """Trainer's TrainJobs run through JobSet, whose Jobs' pods carry the JobSet's name: they train, so they run
+    like a training job's pod (upstream's trainer test waits for one to be Ready before it waits for the Job)."""
+    api.create(f"/apis/batch/v1/namespaces/{namespace}/jobs", job("node-0", labels={JOBSET_LABEL: "mnist"}))
+    [p] = poll(
+        lambda: api.list(f"/api/v1/namespaces/{namespace}/pods", query={"labelSelector": "job-name=node-0"}),
+        timeout=60,
+        what="the JobSet Job's pod",
+    )
+    done = poll(
+        lambda: finished(api, f"/api/v1/namespaces/{namespace}/pods/{p['metadata']['name']}"),
+        timeout=60,
+        what="the JobSet pod to finish",
+    )
+    assert done["status"]["phase"] == "Succeeded"
+    for state in terminated(done):
+        assert 2 <= epoch(state["finishedAt"]) - epoch(done["status"]["startTime"]) <= 15
 
 
 def test_job_pod_annotated_to_fail_fails_the_job(api: kube_rest.Client, namespace: str) -> None:
