@@ -10,7 +10,8 @@ B1 time to all-healthy (full catalog, fresh cluster) vs upstream's `while ! kube
    both again with nothing changed, with requests counted in the API server's audit log; B7 kfctl's requests
    per object on a first apply; B8 kfctl apply vs Flux reconciling kfctl's export; B9 `kfctl check` of the
    installed full catalog vs `kubectl wait` of its Deployments and a `kubectl create --dry-run=server` of the
-   same samples. See bench/README.md for what each side runs and why.
+   same samples; B10 upstream Kubeflow's full platform (v1.11.0, 29 applications) with kfctl vs upstream's loop
+   vs `kapp deploy`, on the same rendered bytes. See bench/README.md for what each side runs and why.
 
 Ratios are kfctl / peer (lower is better): the ratio of the medians, with the range of the per-run
 ratios. Every run starts its own fresh cluster(s) with `e2e/cluster up --local`; never a timed test.
@@ -29,13 +30,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import bench_full_platform
 import bench_generate
 import bench_gitops
 import bench_platform
 import bench_scale
 from benchlib import RequestCount, Samples, log, setup_path
 
-ALL = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B9")
+ALL = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B9", "B10")
 
 
 def ratio(ours: Samples | list[float], peer: Samples | list[float]) -> str:
@@ -253,6 +255,35 @@ def main() -> int:
                     "≤ 0.3×",
                     verdict(one <= 0.3),
                     f"{bench_generate.CHANGED_APP} {bench_generate.CHANGED_PARAMETER} changed, render cache warm",
+                )
+            )
+        if "B10" in only:  # bench/bench_full_platform.py
+            full = bench_full_platform.measure(root, runs=args.runs)
+            f10 = full.figs
+            record["full_platform"] = {k: getattr(v, "values", v) for k, v in f10.__dict__.items()}
+            what = f"upstream v1.11.0 full platform, {full.objects} objects, {full.applications} applications"
+            loop = statistics.median(f10.kfctl.values) / statistics.median(f10.upstream.values)
+            vs_kapp = statistics.median(f10.kfctl.values) / statistics.median(f10.kapp.values)
+            rows.append(
+                (
+                    "B10 full platform vs upstream loop",
+                    f"kfctl apply: {f10.kfctl.describe()} s",
+                    f"upstream loop + wait: {f10.upstream.describe()} s",
+                    ratio(f10.kfctl, f10.upstream),
+                    "≤ 0.3×",
+                    verdict(loop <= 0.3),
+                    f"{what}; loop passes {f10.upstream_passes}",
+                )
+            )
+            rows.append(
+                (
+                    "B10 full platform vs kapp",
+                    f"kfctl apply: {f10.kfctl.describe()} s",
+                    f"kapp deploy: {f10.kapp.describe()} s",
+                    ratio(f10.kfctl, f10.kapp),
+                    "≤ 0.5×",
+                    verdict(vs_kapp <= 0.5),
+                    f"{what}; kfctl re-apply {f10.reapply.describe()} s, writes {f10.reapply_writes}",
                 )
             )
         if "B8" in only:  # bench/bench_gitops.py

@@ -122,6 +122,15 @@ def _fresh_cluster(tmp_path_factory: pytest.TempPathFactory, *up_args: str) -> I
 
 
 @pytest.fixture(scope="session")
+def release_mirror(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """kubeflow/manifests' releases and the remote bases they fetch, from ../shared/fixtures, ready to serve on
+    127.0.0.1 (full_platform_support.served); built once per session."""
+    import full_platform_support
+
+    return full_platform_support.build_mirror(tmp_path_factory.mktemp("mirror"))
+
+
+@pytest.fixture(scope="session")
 def kubeconfig(cluster: Cluster) -> str:
     """Path of a kubeconfig for a real cluster: $KUBECONFIG, or one started for this session."""
     return cluster.kubeconfig

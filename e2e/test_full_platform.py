@@ -21,68 +21,36 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
-import tarfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-import standin
 import yaml
+from full_platform_support import (
+    USER_NS,
+    labelled,
+    no_network,
+    not_our_kubeconfig,
+    played_webhooks,
+    runs_for_real,
+    served,
+    unpack_release,
+)
 from harness import Cluster, poll
-from kfctl_testbed import fileserver, gitserver, upstream_mirror
-from test_apply_support import REPO, Run, kfctl, kubectl
+from kfctl_testbed import upstream_mirror
+from test_apply_support import Run, kfctl, kubectl
 
 pytestmark = pytest.mark.e2e
 
-FIXTURES = REPO.parent / "shared" / "fixtures"
 NAME = "kubeflow"
-USER_NS = "kubeflow-user-example-com"  # the example's Profile (common/user-namespace/base)
 PROFILE_LABELS = "applications/profiles/upstream/base/namespace-labels.yaml"
 PODDEFAULT = "poddefaults.access-ml-pipeline.kubeflow-user-example-com.yaml"
 NOTEBOOK = "notebook.test.kubeflow-user-example.com.yaml"
 # Upstream's trainer test waits for the training pod to be Ready 15 s after it applied the TrainJob: kwok lets a
 # simulated training pod run this long (e2e/cluster up --training-seconds).
 CLUSTER_UP_ARGS = ("--training-seconds", "60")
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def mirror(tmp_path_factory: pytest.TempPathFactory) -> upstream_mirror.Mirror:
-    if not (FIXTURES / "kubeflow-manifests-v1.11.0.tar.gz").is_file():
-        pytest.skip(f"{FIXTURES} holds no kubeflow/manifests v1.11.0 (see ../shared/fixtures/README.md)")
-    kustomize = ("kubectl", "kustomize")
-    return upstream_mirror.build(FIXTURES, tmp_path_factory.mktemp("mirror"), kustomize=kustomize)
-
-
-@contextmanager
-def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """HTTP(S) beyond 127.0.0.1 goes to a proxy port nothing listens on, for kfctl's fetches and git's."""
-    with monkeypatch.context() as m:
-        dead = f"http://127.0.0.1:{_closed_port()}"
-        for var in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
-            m.setenv(var, dead)
-        m.setenv("no_proxy", "127.0.0.1")
-        yield
-
-
-def labelled(kubeconfig: str) -> list[str]:
-    kinds = kubectl(kubeconfig, "api-resources", "--verbs=list", "-o", "name").split()
-    text = kubectl(kubeconfig, "get", ",".join(kinds), "-A", "-l", f"kfctl.kubeflow.org/app={NAME}", "-o", "name")
-    return sorted(line for line in text.splitlines() if line)
-
-
-def played_webhooks() -> list[str]:
-    return [f"{w.namespace}/{w.service}: {w.who}" for w in standin.SELF_INJECTING_WEBHOOKS]
 
 
 @dataclass
@@ -96,36 +64,24 @@ class Platform:
 
 
 @pytest.fixture(scope="module")
-def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The release's tree from the fixture (for upstream's own tests/ and files the oracles read), never copied
-    into the repository."""
-    root = tmp_path_factory.mktemp("release")
-    with tarfile.open(FIXTURES / "kubeflow-manifests-v1.11.0.tar.gz") as tar:
-        tar.extractall(root, filter="data")
-    [top] = root.iterdir()
-    return top
+def release(tmp_path_factory: pytest.TempPathFactory, release_mirror: upstream_mirror.Mirror) -> Path:
+    """The release's tree (its tests/ and the files the oracles read), never copied into the repository."""
+    return unpack_release("v1.11.0", tmp_path_factory.mktemp("release"))
 
 
 @pytest.fixture(scope="module")
 def platform(
-    module_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory, mirror: upstream_mirror.Mirror
+    module_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory, release_mirror: upstream_mirror.Mirror
 ) -> Platform:
     kubeconfig = module_cluster.kubeconfig
     app = tmp_path_factory.mktemp("full") / NAME
-    with (
-        pytest.MonkeyPatch.context() as monkeypatch,
-        no_network(monkeypatch),
-        gitserver.serve(mirror.git_root) as git_server,
-        fileserver.serve(mirror.files_root) as files,
-    ):
-        pairs = upstream_mirror.Mirror.mirrors(f"http://127.0.0.1:{git_server.port}/", files.base)
-        flags = [arg for prefix, location in pairs for arg in ("--mirror", f"{prefix}={location}")]
+    with served(release_mirror) as flags:
         init = kfctl("init", str(app), "--upstream", "v1.11.0", *flags, kubeconfig=kubeconfig)
         assert init.code == 0, init.explain()
         generated = kfctl("generate", str(app), kubeconfig=kubeconfig)
         assert generated.code == 0, generated.explain()
     # The mirror is gone: from here on nothing but the cache and the lock.
-    with pytest.MonkeyPatch.context() as monkeypatch, no_network(monkeypatch):
+    with no_network():
         offline = kfctl("generate", str(app), "--offline", kubeconfig=kubeconfig)
     assert offline.code == 0, offline.explain()
     assert json.loads(offline.stdout)["changed"] == []
@@ -159,35 +115,14 @@ def test_v1_11_full_platform_installs_healthy_from_an_offline_render(platform: P
     assert status.code == 0, status.explain()
 
 
-def runs_for_real(platform: Platform, namespace: str, prefix: str, container: str) -> str:
-    """The last log line of the process the runtime runs for `container` of the pod whose name starts with
-    `prefix` (the oracle that a real controller, not kwok, serves it)."""
-    pods = kubectl(platform.kubeconfig, "get", "pods", "-n", namespace, "-o", "name").split()
-    pod = next(p.split("/", 1)[1] for p in pods if p.split("/", 1)[1].startswith(prefix))
-    logs = subprocess.run(
-        [
-            str(REPO / "e2e" / "cluster"),
-            "--state-dir",
-            str(platform.state_dir),
-            "logs",
-            f"{namespace}/{pod}",
-            "-c",
-            container,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert logs.returncode == 0 and logs.stdout.strip(), f"no process ran for {namespace}/{pod}: {logs.stderr}"
-    return logs.stdout.strip().splitlines()[-1][:200]
-
-
 def test_the_real_profile_controller_gives_the_user_profile_its_namespace(platform: Platform, release: Path) -> None:
     """The example's Profile (common/user-namespace) is served by the real profile controller v1.10.0: its
     namespace gets the labels upstream's namespace-labels.yaml names, the owner's RoleBinding and the two
     ServiceAccounts every notebook and pipeline run uses."""
-    print("profile controller:", runs_for_real(platform, "kubeflow", "profiles-deployment", "manager"))
+    print(
+        "profile controller:",
+        runs_for_real(platform.kubeconfig, platform.state_dir, "kubeflow", "profiles-deployment", "manager"),
+    )
     wanted = yaml.safe_load((release / PROFILE_LABELS).read_text())
 
     def namespace() -> dict[str, Any] | None:
@@ -210,9 +145,15 @@ def test_a_notebook_gets_its_statefulset_and_its_pod_the_poddefault(platform: Pl
     """Upstream's own test objects (tests/): a PodDefault, then a Notebook that selects it. The real notebook
     controller makes the StatefulSet, the real controller manager its pod, and the real PodDefault webhook
     (failurePolicy Fail) puts the PodDefault's env and volume into that pod."""
-    print("notebook controller:", runs_for_real(platform, "kubeflow", "notebook-controller-deployment", "manager"))
     print(
-        "poddefaults webhook:", runs_for_real(platform, "kubeflow", "admission-webhook-deployment", "admission-webhook")
+        "notebook controller:",
+        runs_for_real(platform.kubeconfig, platform.state_dir, "kubeflow", "notebook-controller-deployment", "manager"),
+    )
+    print(
+        "poddefaults webhook:",
+        runs_for_real(
+            platform.kubeconfig, platform.state_dir, "kubeflow", "admission-webhook-deployment", "admission-webhook"
+        ),
     )
     for name in (PODDEFAULT, NOTEBOOK):
         kubectl(platform.kubeconfig, "apply", "-f", str(release / "tests" / name))
@@ -231,6 +172,29 @@ def test_a_notebook_gets_its_statefulset_and_its_pod_the_poddefault(platform: Pl
     assert env.get("KF_PIPELINES_SA_TOKEN_PATH") == "/var/run/secrets/kubeflow/pipelines/token", env
     assert "volume-kf-pipeline-token" in {v["name"] for v in pod["spec"]["volumes"]}
     assert "poddefault.admission.kubeflow.org/poddefault-access-ml-pipeline" in pod["metadata"]["annotations"]
+
+
+def test_kfctl_check_smoke_probes_every_kind_it_can_sample_and_runs_a_trainjob(platform: Platform) -> None:
+    """`kfctl check --smoke` on a platform of upstream's trees (no catalog component): the probes follow the kinds
+    the cluster serves. Each dry run goes through the real webhooks (Trainer's, KServe's, Katib's, the PodDefault
+    webhook, the notebook controller has none) or the stand-in's; the TrainJob runs to Complete on the real
+    Trainer and JobSet."""
+    run = kfctl("check", str(platform.app), "--smoke", kubeconfig=platform.kubeconfig, timeout=900)
+    assert run.code == 0, run.explain()
+    checks = {c["name"]: c for c in json.loads(run.stdout)["checks"]}
+    probed = [n for n, c in checks.items() if c["category"] not in ("cluster", "health")]
+    assert probed == [
+        "certificate",
+        "trainjob",
+        "experiment",
+        "inferenceservice",
+        "notebook",
+        "profile",
+        "poddefault",
+        "sparkapplication",
+        "smoke-trainjob",
+    ], checks
+    print("\nkfctl check --smoke:", *(f"{n}: {checks[n]['message']}" for n in probed), sep="\n  ")
 
 
 def upstream_script(platform: Platform, release: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -263,12 +227,12 @@ def test_a_reapply_writes_nothing_and_delete_leaves_nothing(platform: Platform) 
     assert again.summary["pruned"] == 0
     print(f"\nre-apply: {again.summary['unchanged']} unchanged, 0 writes, {again.summary['seconds']} s")
 
-    namespaces = {o.split("/", 1)[1] for o in labelled(kubeconfig) if o.startswith("namespace/")}
+    namespaces = {o.split("/", 1)[1] for o in labelled(kubeconfig, NAME) if o.startswith("namespace/")}
     gone = kfctl(
         "delete", str(platform.app), "--delete-storage", "--wait-timeout", "5m", kubeconfig=kubeconfig, timeout=900
     )
     assert gone.code == 0, gone.explain()
-    assert labelled(kubeconfig) == []
+    assert labelled(kubeconfig, NAME) == []
     left = set(kubectl(kubeconfig, "get", "namespaces", "-o", "name").split())
     assert not {f"namespace/{n}" for n in namespaces} & left, sorted(left)
-    assert os.environ.get("KUBECONFIG") != kubeconfig  # a cluster of its own: nothing else was touched
+    assert not_our_kubeconfig(kubeconfig)  # a cluster of its own: nothing else was touched

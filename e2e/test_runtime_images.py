@@ -153,7 +153,8 @@ def test_a_repository_with_any_release_built_is_kwoks_runtime_repository(tmp_pat
 
 
 def test_runnable_images_name_exactly_the_binaries_build_binaries_builds() -> None:
-    """build-binaries builds <binary> for each *_VERSION and <binary>-<v> for each *_OTHER_VERSIONS."""
+    """build-binaries builds <binary> for each *_VERSION and <binary>-<v> for each *_OTHER_VERSIONS, and
+    kubeflow/kubeflow's components as <binary>-<KUBEFLOW_COMPONENTS_VERSION>."""
     versions = localcluster.read_versions()
     binaries = {
         "TRAINING_OPERATOR": "training-operator",
@@ -166,6 +167,10 @@ def test_runnable_images_name_exactly_the_binaries_build_binaries_builds() -> No
     for key, binary in binaries.items():
         others = [v for v in versions.get(f"{key}_OTHER_VERSIONS", "").split(",") if v]
         expected |= {f"{binary}-{v}" for v in others}
+    components = versions["KUBEFLOW_COMPONENTS_VERSION"]
+    expected |= {
+        f"{b}-{components}" for b in ("profile-controller", "kfam", "notebook-controller", "poddefaults-webhook")
+    }
     named = {name for releases in runtime.RUNNABLE_IMAGES.values() for name in releases.values()}
     assert named == expected
 

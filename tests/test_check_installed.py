@@ -17,7 +17,7 @@ from fakecluster import FakeCluster, obj, served_crd, write_app
 from kfctl.app.check import check_installed
 from kfctl.catalog.load import load_catalog
 from kfctl.check.model import CheckReport, InstalledContext
-from kfctl.check.runner import installed_checks, run_checks, select
+from kfctl.check.runner import installed_checks, run_checks, select, served_checks
 from kfctl.check.samples import SAMPLES
 from kfctl.config.loader import load_kfdef
 from kfctl.errors import UsageError
@@ -311,7 +311,50 @@ def test_only_the_installed_components_with_a_sample_are_probed() -> None:
         "experiment",
         "inferenceservice",
         "notebook",
+        "profile",
+        "poddefault",
+        "sparkapplication",
     }
+
+
+@pytest.mark.parametrize(
+    ("served", "components", "expected"),
+    [
+        # Upstream's full platform: no catalog component, the kinds its trees installed.
+        ({"trainjob", "smoke-trainjob", "profile", "poddefault"}, set(), ["trainjob", "profile", "poddefault"]),
+        # A catalog component is probed even when its kind is not served (the probe then says so).
+        (set(), {"kserve"}, ["inferenceservice"]),
+        # Helm's cert-manager beside the catalog's training operator.
+        ({"certificate"}, {"training-operator"}, ["certificate", "tfjob", "pytorchjob"]),
+    ],
+    ids=["upstream-trees", "catalog-not-served", "helm-beside-catalog"],
+)
+def test_a_sample_is_probed_whoever_installed_its_kind(
+    served: set[str], components: set[str], expected: list[str]
+) -> None:
+    checks = installed_checks([], components, served=served)
+    assert [c.name for c in checks] == ["cluster-reachable", *expected]
+
+
+def test_smoke_scenarios_follow_the_served_kinds_too() -> None:
+    names = [c.name for c in installed_checks([], set(), smoke=True, served={"trainjob", "smoke-trainjob"})]
+    assert names == ["cluster-reachable", "trainjob", "smoke-trainjob"]
+
+
+def test_served_checks_are_the_samples_whose_every_kind_discovery_knows() -> None:
+    c = FakeCluster()
+    c.put(served_crd("trainer.kubeflow.org", "TrainJob", "trainjobs"))
+    c.put(served_crd("kubeflow.org", "PodDefault", "poddefaults"))
+    # poddefault needs PodDefault and Pod (built in); certificate needs Issuer too, which is not served.
+    c.put(served_crd("cert-manager.io", "Certificate", "certificates"))
+    assert served_checks(c) == {"trainjob", "smoke-trainjob", "poddefault"}
+
+
+def test_a_cluster_scoped_sample_has_no_namespace() -> None:
+    profile = next(s for s in SAMPLES if s.check == "profile")
+    [made] = profile.instantiate(name=NAME, namespace="kubeflow")
+    assert made["metadata"] == {"name": NAME}
+    assert made["spec"]["owner"] == {"kind": "User", "name": f"{NAME}@example.com"}
 
 
 def test_samples_get_the_runs_name_and_the_components_namespace() -> None:

@@ -136,14 +136,17 @@ def test_a_misspelt_overlay_parameter_is_still_an_error(
     assert [d.split(" ", 1)[1] for d in info.value.details] == [message]
 
 
-def test_a_missing_path_inside_the_repo_is_a_render_error_naming_it(tmp_path: Path, catalog: Catalog) -> None:
-    from kfctl.errors import RenderError
-
+def test_a_missing_path_inside_the_repo_is_a_config_error_naming_it_before_kustomize_runs(
+    tmp_path: Path, catalog: Catalog
+) -> None:
     app = tmp_path / "demo"
-    with pytest.raises(RenderError) as info:
+    with pytest.raises(ConfigError) as info:
         generate(load_kfdef(write(app, path="applications/nope"), catalog), catalog)
-    assert (
-        info.value.message
-        == f"application training-operator: kustomize build {app / 'kustomize' / 'training-operator'} failed"
+    assert info.value.message.startswith(
+        'application training-operator: path "applications/nope" does not exist in repo upstream'
     )
-    assert any("applications/nope" in d for d in info.value.details), info.value.details
+    assert info.value.hint == (
+        "fix kfdef.yaml: spec.applications[training-operator].kustomizeConfig.repoRef.path "
+        "(a directory of the repo holding a kustomization.yaml)"
+    )
+    assert not (app / "kustomize").exists()  # nothing was written

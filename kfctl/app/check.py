@@ -13,7 +13,7 @@ from kfctl.app.generate import rendered_privately
 from kfctl.app.status import StatusReport, status_of
 from kfctl.catalog.model import Catalog
 from kfctl.check.model import CheckReport, InstalledContext, PreContext
-from kfctl.check.runner import PRE_CHECKS, installed_checks, run_checks, select
+from kfctl.check.runner import PRE_CHECKS, installed_checks, run_checks, select, served_checks
 from kfctl.config.model import KfDef
 from kfctl.health.model import Health
 from kfctl.k8s.api import Cluster
@@ -70,8 +70,11 @@ def check_installed(
     apps = kfdef.enabled_applications()
     components = {a.component: catalog.components[a.component] for a in apps if a.component in catalog.components}
     smoke = smoke_timeout > 0
-    checks = select(installed_checks([a.name for a in apps], components, smoke=smoke), only=only, skip=skip)
     cluster = open_cluster()
+    served = served_checks(cluster)
+    checks = select(
+        installed_checks([a.name for a in apps], components, smoke=smoke, served=served), only=only, skip=skip
+    )
     read: list[StatusReport] = []
 
     def health() -> Mapping[str, Health] | None:
@@ -83,6 +86,7 @@ def check_installed(
         cluster=cluster,
         health=health,
         namespaces={name: c.namespace or kfdef.namespace for name, c in components.items()},
+        namespace=kfdef.namespace,
         suffix=suffix or secrets.token_hex(4),
         smoke_timeout=smoke_timeout,
     )

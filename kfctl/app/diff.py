@@ -27,7 +27,7 @@ from kfctl.app.generate import rendered_privately
 from kfctl.catalog.model import Catalog
 from kfctl.config.model import KfDef
 from kfctl.engine import inventory, labels
-from kfctl.engine.drift import comparable, differences
+from kfctl.engine.drift import comparable, corrected_fields, differences
 from kfctl.engine.retry import classify
 from kfctl.engine.served import refuse_unserved
 from kfctl.errors import ApiDeniedError, ClusterError
@@ -149,8 +149,9 @@ def compare(cluster: Cluster, bundle: Bundle, step: Step, *, dry_run_create: boo
         if dry_run_create:
             cluster.apply(desired, dry_run=True)
         return ObjectDiff(step.id, "create", step.app)
-    if labels.applied_hash(live) == labels.desired_hash(desired) and not differences(desired, live):
-        # What apply skips (kfctl.engine.apply): a dry run would "change" fields another manager fills
+    unchanged_render = labels.applied_hash(live) == labels.desired_hash(desired)
+    if unchanged_render and not differences(desired, live):
+        # What apply skips (kfctl.engine.work): a dry run would "change" fields another manager fills
         # after every apply, e.g. the rules of an aggregated ClusterRole that kfctl renders empty.
         return None
     try:
@@ -160,6 +161,10 @@ def compare(cluster: Cluster, bundle: Bundle, step: Step, *, dry_run_create: boo
         if c.verdict == "immutable":
             return ObjectDiff(step.id, "recreate", step.app, immutable=c.fields, reason=c.message)
         raise
+    if unchanged_render and not corrected_fields(desired, live, after):
+        # The render is the one applied and none of kfctl's fields would go back: apply skips it too (an
+        # empty caBundle kfctl renders and cert-manager's cainjector fills reads as a difference, not a change).
+        return None
     patch = jsonpatch.make_patch(comparable(live), comparable(after)).patch
     if step.key in bundle.generated_keys:
         patch = _keys_only(patch, live)

@@ -73,7 +73,7 @@ def dry_run_create(sample: Sample) -> Callable[[InstalledContext], Outcome]:
 
 
 def probe(ctx: InstalledContext, sample: Sample) -> Outcome:
-    namespace = ctx.namespaces.get(sample.component, "")
+    namespace = ctx.namespaces.get(sample.component) or ctx.namespace
     if sample.namespace_labels:
         selector = ",".join(f"{k}={v}" for k, v in sample.namespace_labels)
         labelled = sorted(
@@ -108,9 +108,10 @@ def probe(ctx: InstalledContext, sample: Sample) -> Outcome:
             )
         except ApiError as e:
             return rejected(ctx.cluster, obj, e)
+    where = "cluster-wide" if sample.cluster_scoped else f"in {namespace}"
     return Outcome(
         "pass",
-        f"the API server and its admission webhooks accept a new {sample.kinds} in {namespace} "
+        f"the API server and its admission webhooks accept a new {sample.kinds} {where} "
         "(server-side dry run, nothing stored)",
     )
 

@@ -64,6 +64,7 @@ class InstalledContext:
     health: Callable[[], Mapping[str, Health] | None]
     namespaces: Mapping[str, str]  # catalog component → the namespace its probes' samples go to
     suffix: str  # makes this run's sample names unique: kfctl-check-<suffix>
+    namespace: str = "default"  # the KfDef's: where a sample of a kind no catalog component installed goes
     smoke_timeout: float = 0.0  # seconds a --smoke job may take to finish (0: no smoke jobs)
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep

@@ -18,7 +18,8 @@ from kfctl.check.model import Check, CheckReport, CheckResult, InstalledContext,
 from kfctl.check.samples import SAMPLES
 from kfctl.check.smoke import SCENARIOS, smoke_run
 from kfctl.errors import KfctlError, UsageError
-from kfctl.k8s.api import ApiError, Unreachable
+from kfctl.k8s.api import ApiError, Cluster, NoKindMatch, Unreachable
+from kfctl.objects import Obj
 
 PRE_CHECKS: tuple[Check[PreContext], ...] = (
     Check("cluster", "cluster-reachable", cluster.reachable),
@@ -41,17 +42,49 @@ C = TypeVar("C")
 
 
 def installed_checks(
-    applications: Sequence[str], components: Collection[str], *, smoke: bool = False
+    applications: Sequence[str],
+    components: Collection[str],
+    *,
+    smoke: bool = False,
+    served: Collection[str] = (),
 ) -> tuple[Check[InstalledContext], ...]:
-    """cluster-reachable, the health of each application (named after it), then a dry-run create of the sample
-    of each installed catalog component that has one; with ``smoke``, then each installed component's job run
-    to its end."""
+    """cluster-reachable, the health of each application (named after it), then a dry-run create of each sample
+    whose catalog component is installed or whose kinds the cluster serves (``served``: the samples' and
+    scenarios' check names, whoever installed the kinds: upstream's trees, Helm); with ``smoke``, then the job
+    of each such scenario run to its end."""
     return (
         Check("cluster", REACHABLE, cluster.reachable),
         *(Check("health", app, application_health(app)) for app in applications),
-        *(Check(s.category, s.check, dry_run_create(s)) for s in SAMPLES if s.component in components),
-        *(Check("smoke", s.check, smoke_run(s)) for s in SCENARIOS if smoke and s.component in components),
+        *(
+            Check(s.category, s.check, dry_run_create(s))
+            for s in SAMPLES
+            if s.component in components or s.check in served
+        ),
+        *(
+            Check("smoke", s.check, smoke_run(s))
+            for s in SCENARIOS
+            if smoke and (s.component in components or s.check in served)
+        ),
     )
+
+
+def served_checks(api: Cluster) -> frozenset[str]:
+    """The samples and smoke scenarios whose every kind the cluster serves (nothing when it cannot be reached:
+    the cluster-reachable check says why)."""
+
+    def serves(objects: Sequence[Obj]) -> bool:
+        try:
+            for obj in objects:
+                api.resource(str(obj["apiVersion"]), str(obj["kind"]))
+        except (NoKindMatch, ApiError):
+            return False
+        return True
+
+    try:
+        samples = [s.check for s in SAMPLES if serves(s.objects)]
+        return frozenset(samples + [s.check for s in SCENARIOS if serves((s.job,))])
+    except Unreachable:
+        return frozenset()
 
 
 def select(checks: Sequence[Check[C]], *, only: Collection[str] = (), skip: Collection[str] = ()) -> list[Check[C]]:

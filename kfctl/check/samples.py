@@ -1,7 +1,12 @@
 """The small valid resources `kfctl check` sends through each installed component's admission webhooks, as
 data: one sample per check, each the smallest object its upstream documents as valid (the catalog's own
 versions: training-operator v1.9, Katib v0.19, KServe v0.16, Notebooks v1.10, Trainer v2.2, cert-manager
-v1.19). They are only ever created as server-side dry runs: nothing is stored, nothing runs.
+v1.19; and, for upstream's full platform, kubeflow/kubeflow v1.10's Profile and PodDefault and the Spark operator
+v2's SparkApplication). They are only ever created as server-side dry runs: nothing is stored, nothing runs.
+
+A sample's component is the catalog component that installs its kind, or (for kinds the catalog does not have)
+the application upstream's example names; `kfctl check` probes a sample when its catalog component is in the
+KfDef or when the cluster serves its kinds, whoever installed them.
 
 ``{name}`` in any string becomes the run's unique name (``kfctl-check-<random>``), ``{namespace}`` the
 component's namespace. This module holds data and the substitution only: it neither talks to the cluster
@@ -28,12 +33,15 @@ class Sample:
     # Labels the component's webhook demands of the namespace (Katib: Experiments only where its metrics
     # collector is injected): the sample goes to a namespace carrying them instead of the component's own.
     namespace_labels: tuple[tuple[str, str], ...] = ()
+    cluster_scoped: bool = False  # its objects have no namespace (a Profile)
 
     def instantiate(self, *, name: str, namespace: str) -> list[Obj]:
         out = []
         for template in self.objects:
             obj = _substitute(copy.deepcopy(template), name=name, namespace=namespace)
-            obj.setdefault("metadata", {}).update(name=name, namespace=namespace)
+            obj.setdefault("metadata", {}).update(name=name)
+            if not self.cluster_scoped:
+                obj["metadata"]["namespace"] = namespace
             out.append(obj)
         return out
 
@@ -172,6 +180,51 @@ CERTIFICATE: Obj = {
     },
 }
 
+PROFILE: Obj = {
+    "apiVersion": "kubeflow.org/v1",
+    "kind": "Profile",
+    # The owner is the one required field: the profile controller makes the namespace and binds it to them.
+    "spec": {"owner": {"kind": "User", "name": "{name}@example.com"}},
+}
+
+PODDEFAULT: Obj = {
+    "apiVersion": "kubeflow.org/v1alpha1",
+    "kind": "PodDefault",
+    "spec": {
+        "desc": "kfctl check",
+        "selector": {"matchLabels": {"{name}": "true"}},
+        "env": [{"name": "X", "value": "1"}],
+    },
+}
+# The PodDefault webhook mutates pods (failurePolicy Fail) in profile namespaces: a pod's dry run goes through it.
+POD: Obj = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"labels": {"{name}": "true"}},
+    "spec": {
+        "restartPolicy": "Never",
+        "containers": [{"name": "main", "image": "docker.io/library/busybox:1.36.1", "command": ["true"]}],
+    },
+}
+
+SPARKAPPLICATION: Obj = {
+    "apiVersion": "sparkoperator.k8s.io/v1beta2",
+    "kind": "SparkApplication",
+    # The Spark operator's own spark-pi example, the smallest it documents.
+    "spec": {
+        "type": "Scala",
+        "mode": "cluster",
+        "image": "docker.io/library/spark:3.5.5",
+        "mainClass": "org.apache.spark.examples.SparkPi",
+        "mainApplicationFile": "local:///opt/spark/examples/jars/spark-examples.jar",
+        "sparkVersion": "3.5.5",
+        "driver": {"cores": 1, "memory": "512m"},
+        "executor": {"instances": 1, "cores": 1, "memory": "512m"},
+    },
+}
+
+PROFILE_NAMESPACE = (("app.kubernetes.io/part-of", "kubeflow-profile"),)
+
 SAMPLES: tuple[Sample, ...] = (
     Sample("cert-manager", "certificates", "certificate", (ISSUER, CERTIFICATE)),
     Sample("training-operator", "training", "tfjob", (TFJOB,)),
@@ -186,4 +239,7 @@ SAMPLES: tuple[Sample, ...] = (
     ),
     Sample("kserve", "serving", "inferenceservice", (INFERENCESERVICE,)),
     Sample("notebook-controller", "notebooks", "notebook", (NOTEBOOK,)),
+    Sample("profiles", "profiles", "profile", (PROFILE,), cluster_scoped=True),
+    Sample("admission-webhook", "notebooks", "poddefault", (PODDEFAULT, POD), namespace_labels=PROFILE_NAMESPACE),
+    Sample("spark-operator", "spark", "sparkapplication", (SPARKAPPLICATION,)),
 )

@@ -70,13 +70,15 @@ def check(
     can be installed there, before installing it).
 
     kfctl check: cluster-reachable (cluster); one check per application, named after it (health: what `kfctl
-    status` reports); per installed component, a server-side dry-run create of a small valid resource through its
-    admission webhooks: PROBES. A failed probe says why: the kind is not served (component not installed), the
+    status` reports); per installed component (or kind the cluster serves, whoever installed it: upstream's trees,
+    Helm), a server-side dry-run create of a small valid resource through its admission webhooks: PROBES. A
+    failed probe says why: the kind is not served (component not installed), the
     webhook's Service is missing, its backend is not ready, its CA bundle is not injected, or a webhook denied
     the request (quoted).
 
-    kfctl check --smoke also creates a TFJob (training-operator) and a TrainJob (trainer) in a namespace
-    kfctl-smoke-…, waits until its operator says it succeeded or failed, and deletes the namespace.
+    kfctl check --smoke also creates a TFJob (training-operator) and a TrainJob (trainer), where installed or
+    served, each in a namespace kfctl-smoke-…, waits until its operator says it succeeded or failed, and deletes
+    the namespace.
 
     kfctl check --pre renders APPDIR (unless --skip-generate), then checks: CHECKS.
 

@@ -27,6 +27,7 @@ from kfctl import __version__
 from kfctl.catalog.model import Catalog
 from kfctl.config.model import Application, KfDef
 from kfctl.errors import RenderError
+from kfctl.repos.app_path import check_application_path
 
 PARAMS_KIND = "Parameters"
 PARAMS_API = "kfctl.kubeflow.org/v1alpha1"
@@ -91,6 +92,7 @@ def plan_application(
         dest = PurePosixPath("vendor/repos", app.repo.name)
         inner = PurePosixPath(app.path.strip("/")) if app.path.strip("/") else PurePosixPath()
         inner = _package_overlay(app, inner)
+        check_application_path(app.name, app.repo.name, source, inner, kfdef=kfdef.path)
         layout.vendor.append(VendorCopy(source, dest, start=inner))
         resources.append(f"{up}{dest / inner}" if str(inner) != "." else f"{up}{dest}")
     for overlay_name in app.overlays:
