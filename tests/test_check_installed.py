@@ -350,6 +350,14 @@ def test_served_checks_are_the_samples_whose_every_kind_discovery_knows() -> Non
     assert served_checks(c) == {"trainjob", "smoke-trainjob", "poddefault"}
 
 
+def test_the_poddefault_samples_pod_is_selected_by_its_poddefault_by_the_runs_name() -> None:
+    poddefault = next(s for s in SAMPLES if s.check == "poddefault")
+    made, pod = poddefault.instantiate(name=NAME, namespace="kubeflow-user-example-com")
+    assert made["spec"]["selector"] == {"matchLabels": {"kfctl.kubeflow.org/check": NAME}}
+    assert pod["metadata"]["labels"] == {"kfctl.kubeflow.org/check": NAME}
+    assert poddefault.namespace_labels == (("app.kubernetes.io/part-of", "kubeflow-profile"),)
+
+
 def test_a_cluster_scoped_sample_has_no_namespace() -> None:
     profile = next(s for s in SAMPLES if s.check == "profile")
     [made] = profile.instantiate(name=NAME, namespace="kubeflow")

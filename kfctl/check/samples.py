@@ -192,15 +192,15 @@ PODDEFAULT: Obj = {
     "kind": "PodDefault",
     "spec": {
         "desc": "kfctl check",
-        "selector": {"matchLabels": {"{name}": "true"}},
-        "env": [{"name": "X", "value": "1"}],
+        "selector": {"matchLabels": {"kfctl.kubeflow.org/check": "{name}"}},
+        "env": [{"name": "KFCTL_CHECK", "value": "1"}],
     },
 }
 # The PodDefault webhook mutates pods (failurePolicy Fail) in profile namespaces: a pod's dry run goes through it.
 POD: Obj = {
     "apiVersion": "v1",
     "kind": "Pod",
-    "metadata": {"labels": {"{name}": "true"}},
+    "metadata": {"labels": {"kfctl.kubeflow.org/check": "{name}"}},
     "spec": {
         "restartPolicy": "Never",
         "containers": [{"name": "main", "image": "docker.io/library/busybox:1.36.1", "command": ["true"]}],
