@@ -29,6 +29,7 @@ from kfctl.k8s.api import (
     ClusterInfo,
     Listed,
     NoKindMatch,
+    ProxyAnswer,
     RequestStats,
     Resource,
     WatchEvent,
@@ -149,6 +150,10 @@ class FakeCluster:
         self.watches: list[FakeWatch] = []
         self.watch_failures: list[Exception] = []  # raised by the next list_with_version / watch calls
         self.version = "v1.33.1"  # what /version answers
+        # (namespace, service, path) -> what the service proxy answers, in turn (the last one from then on); a
+        # backend's 200 for anything else.
+        self.proxied: dict[tuple[str, str, str], list[ProxyAnswer]] = {}
+        self.proxy_calls: list[tuple[str, str, int, str]] = []
         self.denied: set[tuple[str, str, str, str]] = set()  # (verb, group, plural, namespace) reviews refuse
         self.unserved: set[str] = set()  # apiVersions discovery does not know ("apiextensions.k8s.io/v1beta1")
         self._lock = threading.RLock()
@@ -423,6 +428,14 @@ class FakeCluster:
     def server_version(self) -> str:
         self.stats.count("GET")
         return self.version
+
+    def post_to_service(self, *, namespace: str, name: str, port: int, path: str, body: Obj) -> ProxyAnswer:
+        self.stats.count("POST", dry_run=True)
+        self.proxy_calls.append((namespace, name, port, path))
+        answers = self.proxied.get((namespace, name, path))
+        if not answers:
+            return ProxyAnswer(200, from_api_server=False)
+        return answers.pop(0) if len(answers) > 1 else answers[0]
 
     def review_access(self, *, verb: str, group: str, resource: str, namespace: str = "") -> Access:
         self.stats.count("POST", dry_run=True)

@@ -14,7 +14,7 @@ from fakecluster import FakeCluster, available, obj
 from kfctl.engine import labels, ownership
 from kfctl.engine.apply import ApplyOptions, ApplyResult, Engine
 from kfctl.engine.events import EventLog
-from kfctl.k8s.api import ApiError, Unreachable
+from kfctl.k8s.api import ApiError, ProxyAnswer, Unreachable
 from kfctl.objects import Obj, ObjectKey, key_of
 from kfctl.plan.graph import Step, build_plan
 
@@ -381,6 +381,89 @@ def test_a_webhook_backend_is_ready_only_with_a_ready_endpoint_and_a_ca_bundle()
     assert position(log, "Healthy", "webhook backend demo/web") < position(log, "Created", "Widget.example.com demo/w")
     backend = next(e for e in log.of("Healthy") if e.subject == "webhook backend demo/web")
     assert backend.message == "backend demo/web (1 ready endpoint(s)) ready"
+
+
+def _served_webhook(cluster: FakeCluster) -> list[Obj]:
+    """A Deployment, its Service and a side-effect-free validating webhook at /validate, which the fake injects
+    (caBundle, a ready endpoint) once applied; then a Widget that webhook admits."""
+    web = obj(
+        "apps/v1",
+        "Deployment",
+        "web",
+        "demo",
+        spec={
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": []}},
+        },
+    )
+    svc = obj("v1", "Service", "web", "demo", spec={"selector": {"app": "web"}})
+    rule = {"apiGroups": ["example.com"], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["widgets"]}
+    client = {"service": {"name": "web", "namespace": "demo", "path": "/validate"}}
+    hook = obj(
+        "admissionregistration.k8s.io/v1",
+        "ValidatingWebhookConfiguration",
+        "widgets",
+        webhooks=[{"name": "w.example.com", "clientConfig": client, "rules": [rule], "sideEffects": "None"}],
+    )
+
+    def inject(config: Obj) -> None:
+        for h in config["webhooks"]:
+            h["clientConfig"]["caBundle"] = "Q0E="
+        cluster.put(
+            obj(
+                "discovery.k8s.io/v1",
+                "EndpointSlice",
+                "web-1",
+                "demo",
+                labels={"kubernetes.io/service-name": "web"},
+                endpoints=[{"conditions": {"ready": True}}],
+            )
+        )
+
+    cluster.on_apply("Deployment", available)
+    cluster.on_apply("ValidatingWebhookConfiguration", inject)
+    return [NS, CRD, web, svc, hook, WIDGET]
+
+
+NOT_YET = ProxyAnswer(404, from_api_server=False, text="404 page not found")
+
+
+@pytest.mark.parametrize(
+    ("answers", "outcome"),
+    [
+        # The training operator's case: Ready, Service and endpoint there, its handler registered a moment later.
+        ([NOT_YET, NOT_YET, ProxyAnswer(200, from_api_server=False)], "ok"),
+        # The handler never comes: the backend is not healthy, and what it admits waits, blocked, naming why.
+        (
+            [NOT_YET],
+            "webhook w.example.com: its server answers but does not serve /validate yet (HTTP 404)",
+        ),
+        # The API server's own refusal (no create on services/proxy): not asked, the other facts decide.
+        ([ProxyAnswer(403, from_api_server=True, text='{"kind":"Status","apiVersion":"v1"}')], "ok"),
+        # The backend's own 400 for a review it does not like is an answer: it serves the path.
+        ([ProxyAnswer(400, from_api_server=False)], "ok"),
+    ],
+    ids=["registers-late", "never-registers", "proxy-forbidden", "backend-answers-400"],
+)
+def test_a_webhook_backend_is_ready_only_when_its_server_serves_the_webhooks_path(
+    answers: list[ProxyAnswer], outcome: str
+) -> None:
+    cluster = FakeCluster()
+    cluster.proxied[("demo", "web", "/validate")] = list(answers)
+    options = ApplyOptions(concurrency=4, wait_timeout=1.0, timeout=10, poll_interval=0.01)
+    result, log = run(cluster, _served_webhook(cluster), options=options)
+    assert ("demo", "web", 443, "/validate") in cluster.proxy_calls
+    if outcome == "ok":
+        assert result.ok, result
+        assert position(log, "Healthy", "webhook backend demo/web") < position(
+            log, "Created", "Widget.example.com demo/w"
+        )
+    else:
+        blocked = {b.subject: b.chain for b in result.blocked}
+        assert blocked["Widget.example.com demo/w"] == (
+            "Widget.example.com demo/w",
+            f"webhook backend demo/web not healthy after --wait-timeout 1s: {outcome}",
+        )
 
 
 def test_an_application_waits_for_the_applications_it_depends_on() -> None:

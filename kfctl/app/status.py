@@ -14,10 +14,10 @@ from kfctl.app.secrets import secret_states
 from kfctl.catalog.model import Catalog
 from kfctl.config.model import KfDef
 from kfctl.engine import inventory
-from kfctl.engine.probe import external_health, get_key, object_health
+from kfctl.engine.probe import external_health, get_key, handler_problem, object_health, webhook_problem
 from kfctl.health.model import Health, failed, progressing
 from kfctl.k8s.api import ApiError, Cluster, NoKindMatch
-from kfctl.objects import ObjectKey
+from kfctl.objects import Obj, ObjectKey
 from kfctl.plan.graph import ExternalCheck
 from kfctl.secrets.declared import is_generated
 from kfctl.secrets.report import SecretState, describe_generated
@@ -82,6 +82,20 @@ class StatusReport:
         }
 
 
+WEBHOOK_CONFIGURATIONS = frozenset({"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"})
+
+
+def webhooks_answer(cluster: Cluster, config: Obj) -> Health | None:
+    """A webhook configuration is healthy when the API server can call each of its webhooks and each server
+    serves its path (kfctl.engine.probe); None when they all do."""
+    problems = []
+    for hook in config.get("webhooks") or []:
+        why = webhook_problem(cluster, hook) or handler_problem(cluster, hook)
+        if why:
+            problems.append(why if why.startswith("webhook ") else f"webhook {hook.get('name')}: {why}")
+    return progressing("; ".join(problems)) if problems else None
+
+
 def status_of(kfdef: KfDef, catalog: Catalog, *, open_cluster: Callable[[], Cluster]) -> StatusReport:
     cluster = open_cluster()
     identify(cluster)
@@ -109,6 +123,8 @@ def status_of(kfdef: KfDef, catalog: Catalog, *, open_cluster: Callable[[], Clus
         health = object_health(cluster, live)
         if is_generated(live):
             health = Health(health.state, describe_generated(live))
+        if health.ready and m.key.kind in WEBHOOK_CONFIGURATIONS:
+            health = webhooks_answer(cluster, live) or health
         return ObjectStatus(m.key, m.application, health)
 
     with talking_to(cluster, "reading the objects' health"), ThreadPoolExecutor(max_workers=8) as pool:

@@ -12,7 +12,7 @@ from kfctl.health.model import Health, condition, explain, failed, progressing, 
 from kfctl.health.pods import pod_problems
 from kfctl.health.registry import BUILTIN_GROUPS, health_of
 from kfctl.health.webhook import BackendFacts, webhook_backend
-from kfctl.k8s.api import ApiError, Cluster, NoKindMatch
+from kfctl.k8s.api import ApiError, Cluster, NoKindMatch, Unreachable
 from kfctl.objects import Obj, ObjectKey
 from kfctl.plan.graph import ExternalCheck, WebhookBackend
 from kfctl.plan.selectors import to_query
@@ -78,6 +78,7 @@ def _wait_for_first_consumer(cluster: Cluster, pvc: Obj) -> bool:
 
 def backend_health(cluster: Cluster, backend: WebhookBackend) -> Health:
     ca_set = True
+    admission: list[dict[str, Any]] = []  # the admission webhooks served here, to ask once all else is ready
     for config_key, hook_name in backend.configs:
         live = get_key(cluster, config_key)
         if live is None:
@@ -88,6 +89,7 @@ def backend_health(cluster: Cluster, backend: WebhookBackend) -> Health:
             continue
         hooks = [h for h in live.get("webhooks") or [] if h.get("name") == hook_name]
         ca_set = ca_set and bool(hooks) and all((h.get("clientConfig") or {}).get("caBundle") for h in hooks)
+        admission += hooks
     deployment = None
     if backend.deployment is not None:
         live_dep = get_key(cluster, backend.deployment)
@@ -113,7 +115,55 @@ def backend_health(cluster: Cluster, backend: WebhookBackend) -> Health:
         svc = cluster.get("v1", "Service", namespace=backend.service.namespace, name=backend.service.name)
         ready = _ready_endpoints(cluster, backend.service.namespace, backend.service.name)
         facts = BackendFacts(**{**facts.__dict__, "service_exists": svc is not None, "ready_endpoints": ready})
-    return webhook_backend(facts)
+    health = webhook_backend(facts)
+    if health.ready:
+        missing = [why for why in (handler_problem(cluster, hook) for hook in admission) if why]
+        if missing:
+            return progressing("; ".join(missing))
+    return health
+
+
+# The smallest AdmissionReview a webhook server decodes: it answers (allowed or not) if it serves the path.
+PROBE_REVIEW: Obj = {
+    "apiVersion": "admission.k8s.io/v1",
+    "kind": "AdmissionReview",
+    "request": {
+        "uid": "00000000-0000-0000-0000-00006b666374",
+        "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+        "resource": {"group": "", "version": "v1", "resource": "configmaps"},
+        "name": "kfctl-webhook-probe",
+        "namespace": "default",
+        "operation": "CREATE",
+        "userInfo": {"username": "kfctl"},
+        "object": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kfctl-webhook-probe"}},
+        "dryRun": True,
+    },
+}
+
+
+def handler_problem(cluster: Cluster, hook: dict[str, Any]) -> str:
+    """Whether the server behind an admission webhook serves its path yet ("" when it does, or when it cannot be
+    asked). A controller can be Ready before it registers its handlers: the API server's calls then fail with
+    "the server could not find the requested resource" (its 404). Asked as the API server asks, through its
+    service proxy, with a dry-run review of a ConfigMap; only webhooks without side effects are asked."""
+    cc = hook.get("clientConfig") or {}
+    svc = cc.get("service")
+    if not svc or hook.get("sideEffects") not in ("None", "NoneOnDryRun"):
+        return ""
+    path = str(svc.get("path") or "/")
+    try:
+        answer = cluster.post_to_service(
+            namespace=str(svc.get("namespace", "")),
+            name=str(svc.get("name", "")),
+            port=int(svc.get("port") or 443),
+            path=path,
+            body=PROBE_REVIEW,
+        )
+    except (ApiError, Unreachable):
+        return ""  # the health of the Service and its endpoints says the rest
+    if answer.status == 404 and not answer.from_api_server:
+        return f"webhook {hook.get('name')}: its server answers but does not serve {path} yet (HTTP 404)"
+    return ""
 
 
 def _ready_endpoints(cluster: Cluster, namespace: str, service: str) -> int:

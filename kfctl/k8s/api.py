@@ -157,6 +157,17 @@ class WatchStream(Protocol):
     def close(self) -> None: ...
 
 
+@dataclass(frozen=True)
+class ProxyAnswer:
+    """What came back through the service proxy: the HTTP status, and whether the API server said it itself
+    (a Kubernetes ``Status``: the Service is missing, the proxy is forbidden, the backend cannot be reached)
+    or the backend did."""
+
+    status: int
+    from_api_server: bool
+    text: str = ""
+
+
 class Cluster(Protocol):
     """The operations kfctl performs. ``obj`` arguments carry apiVersion/kind/metadata."""
 
@@ -233,4 +244,10 @@ class Cluster(Protocol):
     def review_access(self, *, verb: str, group: str, resource: str, namespace: str = "") -> Access:
         """Ask the server (a SelfSubjectAccessReview; nothing is stored) whether the current user may do
         ``verb`` on ``resource`` (plural) of ``group`` in ``namespace`` ("" for cluster scope)."""
+        ...
+
+    def post_to_service(self, *, namespace: str, name: str, port: int, path: str, body: Obj) -> ProxyAnswer:
+        """POST ``body`` to ``https://<name>.<namespace>:<port><path>`` through the API server's service proxy
+        (the way the API server itself reaches a webhook); the answer, whoever gave it. Needs ``create`` on
+        ``services/proxy``. Nothing is stored."""
         ...

@@ -15,7 +15,7 @@ import threading
 from collections import Counter
 from typing import cast
 
-from kfctl.k8s.api import Access, Cluster, Listed, Resource, WatchStream
+from kfctl.k8s.api import Access, Cluster, Listed, ProxyAnswer, Resource, WatchStream
 from kfctl.k8s.watch import MISS, WatchCache
 from kfctl.objects import Obj, ObjectKey
 
@@ -136,3 +136,6 @@ class CachedCluster:
 
     def review_access(self, *, verb: str, group: str, resource: str, namespace: str = "") -> Access:
         return self.inner.review_access(verb=verb, group=group, resource=resource, namespace=namespace)
+
+    def post_to_service(self, *, namespace: str, name: str, port: int, path: str, body: Obj) -> ProxyAnswer:
+        return self.inner.post_to_service(namespace=namespace, name=name, port=port, path=path, body=body)

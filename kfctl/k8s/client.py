@@ -27,6 +27,7 @@ from kfctl.k8s.api import (
     ClusterInfo,
     Listed,
     NotFound,
+    ProxyAnswer,
     RequestStats,
     Resource,
     Unreachable,
@@ -285,6 +286,37 @@ class KubeClient:
             or {}
         )
         return Access(bool(status.get("allowed")), str(status.get("reason") or status.get("evaluationError") or ""))
+
+    def post_to_service(self, *, namespace: str, name: str, port: int, path: str, body: Obj) -> ProxyAnswer:
+        svc = f"https:{quote(name, safe='')}:{port}"
+        url = f"{self._cfg.host.rstrip('/')}/api/v1/namespaces/{quote(namespace, safe='')}/services/{svc}/proxy{path}"
+        headers = {"Accept": "application/json", "Content-Type": "application/json", "User-Agent": "kfctl"}
+        token = self._authorization()
+        if token:
+            headers["Authorization"] = token
+        self.stats.count("POST", dry_run=True)  # answered, never stored
+        try:
+            resp = self._pool.request(
+                "POST",
+                url,
+                body=json.dumps(body).encode(),
+                headers=headers,
+                timeout=urllib3.Timeout(connect=10.0, read=REQUEST_TIMEOUT),
+                retries=False,
+            )
+        except urllib3.exceptions.HTTPError as e:
+            raise Unreachable(f"POST {self._cfg.host}: {e}") from e
+        text = resp.data.decode("utf-8", errors="replace")
+        return ProxyAnswer(resp.status, _is_status(text), text[:500])
+
+
+def _is_status(text: str) -> bool:
+    """Whether a body is the API server's own answer (a ``Status``) rather than the proxied backend's."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(doc, dict) and doc.get("kind") == "Status" and doc.get("apiVersion") == "v1"
 
 
 def _api_error(status: int, text: str, retry_after: str | None) -> ApiError:
