@@ -16,6 +16,9 @@ CA signs both ends: kube-apiserver 1.33 cannot speak HTTP CONNECT over plain TCP
   of the process the runtime runs for that container (`connect_in_netns`), or, for a Service the stand-in plays
   (cert-manager's webhook: its live Lease names the address, see standin.webhook_addresses; only a loopback
   IP:port is taken from it), at the stand-in's port;
+- a pod's IP and port (the API server's service and pod `proxy` subresources dial an endpoint, not the cluster
+  IP): 127.0.0.1:<port> inside the network namespace of the process the runtime runs for the container that
+  declares that port (`pod_backend`);
 - anything else: refused with an HTTP error whose status line says why (kube-apiserver quotes it in its own
   error), and logged. It is never dialled: there is no code path here that connects to a non-loopback address.
 
@@ -24,8 +27,8 @@ operator's own serving certificate for <service>.<namespace>.svc against the web
 
 It runs inside e2e/runtime.py (which knows the pids) on a thread of its own with an asyncio loop; routing and
 dialling happen on worker threads (API lookups block, and entering a network namespace is per thread). It does
-not load-balance (the first Running pod with a process wins), does not route pod IPs (10.244.0.0/16 is fiction)
-and does not follow a Service without a selector.
+not load-balance (the first Running pod with a process wins), routes a pod IP (10.244.0.0/16, kwok's) only to a
+process the runtime runs, and does not follow a Service without a selector.
 """
 
 from __future__ import annotations
@@ -129,7 +132,12 @@ def route(authority: str, *, api: kube_rest.Client, pid_of: PidLookup) -> Backen
         return Backend(port, f"loopback {authority}", host=str(ip))
     found = service_at(api.list("/api/v1/services"), str(ip), port)
     if found is None:
-        return Refusal(403, f"{ip}:{port} is no Service's cluster IP and port; the proxy dials only loopback")
+        pods = api.list("/api/v1/pods", query={"fieldSelector": f"status.podIP={ip}"})
+        if pods:
+            return pod_backend(pods[0], port, pid_of)
+        return Refusal(
+            403, f"{ip}:{port} is no Service's cluster IP and port, nor a pod's IP; the proxy dials only loopback"
+        )
     service, service_port = found
     meta = service["metadata"]
     ref = f"{meta['namespace']}/{meta['name']}"
@@ -172,6 +180,23 @@ def route(authority: str, *, api: kube_rest.Client, pid_of: PidLookup) -> Backen
         images = ", ".join(sorted({c["image"] for c in pod["spec"]["containers"]}))
         reasons.append(f"pod {pod_meta['name']}: no process runs for it (image {images})")
     return Refusal(502, f"Service {ref} port {port}: " + "; ".join(reasons))
+
+
+def pod_backend(pod: JSON, port: int, pid_of: PidLookup) -> Backend | Refusal:
+    """A pod's IP and port (what the API server's service and pod `proxy` subresources dial: an endpoint, not the
+    cluster IP): 127.0.0.1:<port> in the network namespace of the runtime's process for the container that
+    declares the port (or the pod's only container)."""
+    meta = pod["metadata"]
+    what = f"pod {meta['namespace']}/{meta['name']} port {port}"
+    containers = pod["spec"]["containers"]
+    declaring = [c["name"] for c in containers if any(p.get("containerPort") == port for p in c.get("ports") or [])]
+    names = declaring or ([containers[0]["name"]] if len(containers) == 1 else [])
+    if not names:
+        return Refusal(502, f"{what}: no container declares it")
+    pid = pid_of(meta["namespace"], meta["name"], meta["uid"], names[0])
+    if pid is None or not in_own_netns(pid):
+        return Refusal(502, f"{what}: no process runs for container {names[0]} (yet)")
+    return Backend(port, f"{what} container {names[0]} (pid {pid}) {LOOPBACK}:{port}", pid=pid)
 
 
 def service_at(services: list[JSON], ip: str, port: int) -> tuple[JSON, JSON] | None:

@@ -218,20 +218,22 @@ def test_a_target_that_is_no_service_is_refused_and_never_dialled(
     sock.close()
     # The refusal's reason is the proof that nothing was dialled; the time only bounds it (a loaded machine).
     assert time.monotonic() - started < 10
-    assert status == "HTTP/1.1 403 10.1.2.3:443 is no Service's cluster IP and port; the proxy dials only loopback"
+    assert status == (
+        "HTTP/1.1 403 10.1.2.3:443 is no Service's cluster IP and port, nor a pod's IP; the proxy dials only loopback"
+    )
     status, sock = connect(state, "example.invalid:443")
     sock.close()
     assert status.startswith("HTTP/1.1 403 CONNECT example.invalid:443: not an IP address")
     assert "egress: refused (403): 10.1.2.3:443 is no Service's cluster IP and port" in runtime_log(state, since)
 
-    # kube-apiserver asks the same for a pod's IP (the pods/proxy subresource; pod IPs are fiction here): refused,
-    # and the refusal reaches the user.
+    # kube-apiserver dials a pod's IP for the pods/proxy subresource: a pod kwok plays has no process behind its
+    # IP, so it is refused, and the refusal reaches the user.
     pod_ip = running_pod(api, namespace, "target")["status"]["podIP"]
     proxied = kubectl(kubeconfig, "get", "--raw", f"/api/v1/namespaces/{namespace}/pods/target:80/proxy/")
     assert proxied.returncode != 0
     assert (
-        f"proxy error from 127.0.0.1:{state.ports['egress']} while dialing {pod_ip}:80, code 403: "
-        f"403 {pod_ip}:80 is no Service's cluster IP and port; the proxy dials only loopback"
+        f"proxy error from 127.0.0.1:{state.ports['egress']} while dialing {pod_ip}:80, code 502: "
+        f"502 pod {namespace}/target port 80: no process runs for container"
     ) in proxied.stderr, proxied.stderr
     assert_loopback_only(state)
 
@@ -278,7 +280,7 @@ def test_a_url_webhook_off_loopback_is_refused_and_never_dialled(
     assert f'failed calling webhook "configmaps.{name}"' in message, message
     assert (
         f"proxy error from 127.0.0.1:{state.ports['egress']} while dialing 10.1.2.3:443, code 403: "
-        "403 10.1.2.3:443 is no Service's cluster IP and port; the proxy dials only loopback"
+        "403 10.1.2.3:443 is no Service's cluster IP and port, nor a pod's IP; the proxy dials only loopback"
     ) in message, message
     assert "egress: refused (403): 10.1.2.3:443 is no Service's cluster IP and port" in runtime_log(state, since)
     assert_loopback_only(state)
