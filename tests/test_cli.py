@@ -278,3 +278,28 @@ def test_commands_that_read_write_nothing_into_the_app_dir(
     code, _, err = run(capsys, *command, str(app))
     assert code == 0, err
     assert sorted(p.relative_to(app) for p in app.rglob("*")) == before
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["version"], ["catalog"], ["catalog", "katib"], ["generate", "/nonexistent-appdir"]],
+    ids=["version", "catalog", "component", "error"],
+)
+def test_o_yaml_prints_the_documents_o_json_prints(
+    capsys: pytest.CaptureFixture[str], argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kubectl's -o yaml: the same documents as -o json (a result on stdout, an error on stderr), as YAML."""
+    monkeypatch.chdir(tmp_path)
+    as_json, as_yaml = run(capsys, *argv, "-o", "json"), run(capsys, *argv, "-o", "yaml")
+    assert as_yaml[0] == as_json[0]
+    stream = 1 if as_json[0] == 0 else 2
+    assert yaml.safe_load(as_yaml[stream]) == json.loads(as_json[stream])
+    assert as_yaml[stream].startswith("---\n")
+
+
+def test_a_graph_format_outside_plan_names_the_formats_the_command_takes(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "status", "-o", "mermaid")
+    assert code == 2
+    assert (
+        "-o mermaid draws a graph, which only `kfctl plan` does; kfctl status takes -o text, -o json or -o yaml" in err
+    )

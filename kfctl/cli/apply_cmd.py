@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -12,7 +11,7 @@ from kfctl.app.cluster import open_cluster
 from kfctl.app.dry_run import VERDICTS, DryRunReport, Verdict, dry_run_apply
 from kfctl.catalog.load import load_catalog
 from kfctl.cli.options import detailed_exitcode_option, get_options, global_options
-from kfctl.cli.output import columns, emit
+from kfctl.cli.output import columns, document, emit, machine_readable
 from kfctl.cli.progress import Duration, EventRenderer, lock_timeout_option
 from kfctl.cli.target import kfdef_target, resolve_kfdef
 from kfctl.engine.apply import ApplyOptions
@@ -182,8 +181,8 @@ def apply(
         text += "\nKept (not pruned without a flag):\n" + "\n".join(f"  {k}" for k in s.kept)
     text = "\n".join([*format_applications(s), text])
     data = {"summary": s.as_dict()}
-    if opts.output == "json":
-        click.echo(json.dumps(data, sort_keys=True))
+    if machine_readable(opts):
+        click.echo(document(opts, data, stream=True))
     elif s.error is None:
         emit(opts, data, text)
     else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-OutputFormat = Literal["text", "json", "dot", "mermaid"]  # dot and mermaid: kfctl plan only
+OutputFormat = Literal["text", "json", "yaml", "dot", "mermaid"]  # dot and mermaid: kfctl plan only
 
 
 @dataclass

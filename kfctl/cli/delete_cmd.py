@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -10,7 +9,7 @@ import click
 from kfctl.app.cluster import open_cluster
 from kfctl.app.delete import delete_kfdef
 from kfctl.cli.options import get_options, global_options
-from kfctl.cli.output import emit
+from kfctl.cli.output import document, emit, machine_readable
 from kfctl.cli.progress import Duration, EventRenderer, lock_timeout_option
 from kfctl.cli.target import kfdef_target, resolve_kfdef
 
@@ -93,8 +92,8 @@ def delete(
                 "install may use them; a reinstall of this KfDef takes them back, `kfctl delete --delete-storage` "
                 "removes them"
             )
-    if opts.output == "json":
-        click.echo(json.dumps({"summary": s.as_dict()}, sort_keys=True))
+    if machine_readable(opts):
+        click.echo(document(opts, {"summary": s.as_dict()}, stream=True))
     else:
         emit(opts, {}, text)
     if s.error is not None:

@@ -9,7 +9,7 @@ import click
 from kfctl.app.export import FORMATS, ExportOptions, dump_documents, export, write_files
 from kfctl.catalog.load import load_catalog
 from kfctl.cli.options import get_options, global_options
-from kfctl.cli.output import emit
+from kfctl.cli.output import emit, machine_readable
 from kfctl.cli.target import kfdef_target, resolve_kfdef
 
 
@@ -83,7 +83,7 @@ def export_cmd(
         )
     data = {"format": fmt, "objects": list(result.objects), "waves": result.waves}
     if output_dir is None:
-        if opts.output == "json":
+        if machine_readable(opts):
             emit(opts, data, "")
         else:
             click.echo(dump_documents(result.objects), nl=False)

@@ -3,7 +3,8 @@
 ``kfctl -v apply`` and ``kfctl apply -v`` mean the same, as with kubectl. Each option stores into the
 shared :class:`GlobalOptions` through a callback instead of becoming a function argument.
 
-Every command writes text or JSON; ``kfctl plan`` also draws graphs (``-o dot``, ``-o mermaid``). The group
+Every command writes text, JSON or YAML (the same documents as JSON, kubectl's `-o yaml`); ``kfctl plan``
+also draws graphs (``-o dot``, ``-o mermaid``). The group
 parses ``-o`` before it knows the command, so it takes every format and each command refuses one it does
 not write, naming the command that does.
 """
@@ -19,14 +20,14 @@ from kfctl.cli.context import GlobalOptions, OutputFormat
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-TEXT_OUTPUTS: tuple[OutputFormat, ...] = ("text", "json")
+TEXT_OUTPUTS: tuple[OutputFormat, ...] = ("text", "json", "yaml")
 GRAPH_OUTPUTS: tuple[OutputFormat, ...] = ("dot", "mermaid")
 GRAPH_COMMAND = "kfctl plan"  # the one command that draws graphs
 
 
 def _not_here(fmt: str, ctx: click.Context | None) -> str:
     where = ctx.command_path if ctx else "this command"
-    return f"-o {fmt} draws a graph, which only `{GRAPH_COMMAND}` does; {where} takes -o text or -o json"
+    return f"-o {fmt} draws a graph, which only `{GRAPH_COMMAND}` does; {where} takes -o text, -o json or -o yaml"
 
 
 class _OutputChoice(click.Choice[str]):

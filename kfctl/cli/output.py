@@ -1,4 +1,4 @@
-"""How results and errors reach the terminal: text for people, JSON for machines.
+"""How results and errors reach the terminal: text for people, JSON or YAML (the same documents) for machines.
 
 Commands hand a result (a JSON-able mapping plus its text rendering) to :func:`emit`; errors go through
 :func:`emit_error`. Nothing below the CLI prints.
@@ -13,16 +13,30 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import click
+import yaml
 
 from kfctl.cli.context import GlobalOptions
 from kfctl.errors import KfctlError
 
 
+def machine_readable(opts: GlobalOptions) -> bool:
+    """``-o json`` or ``-o yaml``: documents for a program, not text for a person."""
+    return opts.output in ("json", "yaml")
+
+
+def document(opts: GlobalOptions, data: Mapping[str, Any], *, stream: bool = False) -> str:
+    """``data`` as ``-o`` asks: JSON (indented, or one line per document in a ``stream`` of events) or YAML (a
+    ``---`` document, so a stream is a multi-document file)."""
+    if opts.output == "yaml":
+        return "---\n" + yaml.safe_dump(dict(data), sort_keys=True, default_flow_style=False, width=1000).rstrip("\n")
+    return json.dumps(data, sort_keys=True) if stream else json.dumps(data, indent=2, sort_keys=True)
+
+
 def emit(opts: GlobalOptions, data: Mapping[str, Any], text: str) -> None:
-    """Print one command result: ``data`` as JSON with ``-o json``, else ``text``. ``-q`` silences progress and
-    notes, never the result a person asked for (``kfctl -q version``, ``plan -q -o mermaid > plan.md``)."""
-    if opts.output == "json":
-        click.echo(json.dumps(data, indent=2, sort_keys=True))
+    """Print one command result: ``data`` with ``-o json`` or ``-o yaml``, else ``text``. ``-q`` silences
+    progress and notes, never the result a person asked for (``kfctl -q version``, ``plan -q -o mermaid``)."""
+    if machine_readable(opts):
+        click.echo(document(opts, data))
     elif text:
         click.echo(text)
 
@@ -61,8 +75,8 @@ def error_record(err: KfctlError) -> dict[str, Any]:
 
 
 def emit_error(opts: GlobalOptions, err: KfctlError) -> None:
-    if opts.output == "json":
-        click.echo(json.dumps(error_record(err), sort_keys=True), err=True)
+    if machine_readable(opts):
+        click.echo(document(opts, error_record(err), stream=True), err=True)
     else:
         click.echo(format_error(err), err=True)
     if opts.verbose and (err.__cause__ or err.__context__):

@@ -8,7 +8,6 @@ view too, so the board is read and written under a lock.
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 import threading
 import time
@@ -23,6 +22,7 @@ from rich.text import Text
 
 from kfctl.cli.board import Board, Mode
 from kfctl.cli.context import GlobalOptions
+from kfctl.cli.output import document, machine_readable
 from kfctl.engine.events import Event
 
 # Shown without -v; the rest (Unchanged, Healthy of unwaited kinds …) only with -v.
@@ -96,8 +96,8 @@ class EventRenderer:
     def __call__(self, event: Event) -> None:
         with self._lock:
             self.board(event)
-        if self.opts.output == "json":
-            click.echo(json.dumps(event.as_dict(), sort_keys=True), file=self.stream)
+        if machine_readable(self.opts):
+            click.echo(document(self.opts, event.as_dict(), stream=True), file=self.stream)
             return
         if self.opts.quiet and event.type not in ("Failed", "Stuck"):
             return

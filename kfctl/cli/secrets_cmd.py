@@ -11,7 +11,7 @@ from kfctl.app.cluster import open_cluster
 from kfctl.app.secrets import apply_secrets
 from kfctl.catalog.load import load_catalog
 from kfctl.cli.options import detailed_exitcode_option, get_options, global_options
-from kfctl.cli.output import columns, emit
+from kfctl.cli.output import columns, emit, machine_readable
 from kfctl.cli.progress import EventRenderer, lock_timeout_option
 from kfctl.cli.target import kfdef_target, resolve_kfdef
 from kfctl.engine.events import EventLog
@@ -52,7 +52,7 @@ def apply_cmd(app_dir: Path | None, kfdef_file: Path | None, lock_timeout: float
     kfdef = resolve_kfdef(app_dir, kfdef_file)
     with ExitStack() as stack:
         # -o json: one document (the result per Secret), for a pipeline to read; the events are for people.
-        reporter = EventLog() if opts.output == "json" else stack.enter_context(EventRenderer(opts))
+        reporter = EventLog() if machine_readable(opts) else stack.enter_context(EventRenderer(opts))
         summary = apply_secrets(
             kfdef,
             load_catalog(),
