@@ -11,6 +11,7 @@ import yaml
 from kfctl import __version__
 from kfctl.catalog.model import Catalog
 from kfctl.cli.main import main
+from kfctl.cli.options import kubectl_dry_run
 from kfctl.config.loader import load_kfdef
 
 
@@ -303,3 +304,29 @@ def test_a_graph_format_outside_plan_names_the_formats_the_command_takes(capsys:
     assert (
         "-o mermaid draws a graph, which only `kfctl plan` does; kfctl status takes -o text, -o json or -o yaml" in err
     )
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["apply", "--dry-run", "demo"], ["apply", "--dry-run", "demo"]),
+        (["apply", "demo", "--dry-run=server"], ["apply", "demo", "--dry-run"]),
+        (["apply", "demo", "--dry-run=client"], ["apply", "demo", "--dry-run-client"]),
+        (["apply", "demo", "--dry-run=none"], ["apply", "demo"]),
+        (["apply", "-f", "-", "--", "--dry-run=client"], ["apply", "-f", "-", "--", "--dry-run=client"]),
+    ],
+    ids=["bare-before-appdir", "server", "client", "none", "after-double-dash"],
+)
+def test_kubectls_dry_run_values_map_onto_kfctls_flag(argv: list[str], expected: list[str]) -> None:
+    assert kubectl_dry_run(argv) == expected
+
+
+def test_client_dry_run_prints_the_plan_without_the_cluster(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    app = tmp_path / "demo"
+    assert run(capsys, "init", str(app), "--platform", "kind", "-q")[0] == 0
+    missing = str(tmp_path / "no-kubeconfig")
+    code, out, err = run(capsys, "apply", str(app), "--dry-run=client", "--kubeconfig", missing, "-o", "json")
+    assert code == 0, err
+    assert json.loads(out)["summary"]["waves"] > 0
+    code, _, err = run(capsys, "apply", str(app), "--dry-run=maybe")
+    assert (code, err.strip()) == (2, "Error: --dry-run=maybe: choose --dry-run=server (or --dry-run), client or none")

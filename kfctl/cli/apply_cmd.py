@@ -9,6 +9,7 @@ import click
 from kfctl.app.apply import ApplySummary, apply_kfdef
 from kfctl.app.cluster import open_cluster
 from kfctl.app.dry_run import VERDICTS, DryRunReport, Verdict, dry_run_apply
+from kfctl.app.plan import plan_as_dict, plan_kfdef
 from kfctl.catalog.load import load_catalog
 from kfctl.cli.options import detailed_exitcode_option, get_options, global_options
 from kfctl.cli.output import columns, document, emit, machine_readable
@@ -17,6 +18,8 @@ from kfctl.cli.target import kfdef_target, resolve_kfdef
 from kfctl.engine.apply import ApplyOptions
 from kfctl.engine.remove import RemoveOptions
 from kfctl.errors import EXIT_CHANGES, ApiDeniedError, OwnershipError
+from kfctl.plan.summary import summarize
+from kfctl.plan.text import format_summary
 
 
 @click.command()
@@ -57,10 +60,14 @@ from kfctl.errors import EXIT_CHANGES, ApiDeniedError, OwnershipError
 @click.option("--skip-generate", is_flag=True, help="Apply APPDIR/rendered as it is, without rendering first.")
 @click.option(
     "--dry-run",
-    is_flag=True,
-    help="Send every write as a server-side dry run and print the API server's verdict on each; nothing is "
-    "persisted, nothing waited for, no lock taken. Exit 7 when the server refuses one.",
+    "dry_run",
+    flag_value="server",
+    default="none",
+    help="Send every write as a server-side dry run and print the API server's verdict on each, exit 7 when it "
+    "refuses one (also --dry-run=server, as kubectl says it; --dry-run=client prints what would be applied, in "
+    "order, without the cluster). Nothing is persisted, nothing waited for, no lock taken.",
 )
+@click.option("--dry-run-client", "dry_run", flag_value="client", hidden=True)
 @lock_timeout_option
 @detailed_exitcode_option
 @global_options
@@ -80,7 +87,7 @@ def apply(
     adopt: bool,
     prune_adopted: bool,
     skip_generate: bool,
-    dry_run: bool,
+    dry_run: str,
     lock_timeout: float,
     detailed_exitcode: bool,
 ) -> None:
@@ -105,7 +112,7 @@ def apply(
     by someone else, 12 another run holds the lock.
     \b
     \b
-    --dry-run sends each write apply would make as a server-side dry run, in apply's order, and
+    --dry-run (or --dry-run=server) sends each write apply would make as a server-side dry run, in apply's order, and
     prints the verdict per object: created, configured, unchanged, pruned, recreate (needs
     --recreate-immutable), pending (cannot be judged before apply makes what it needs: a CRD, a
     Namespace, a webhook's backend), foreign (another owner's: apply would stop, exit 11) or denied
@@ -115,10 +122,15 @@ def apply(
       kfctl apply demo
       kfctl apply -f demo/kfdef.yaml --wait-timeout 10m -o json
       kfctl apply demo --dry-run
+      kfctl apply demo --dry-run=client   # the order and the objects, without the cluster
     """
     opts = get_options()
     kfdef = resolve_kfdef(app_dir, kfdef_file)
-    if dry_run:
+    if dry_run == "client":
+        p = plan_kfdef(kfdef, load_catalog(), render=not skip_generate)
+        emit(opts, plan_as_dict(p), f"{format_summary(summarize(p))}\n\n(client dry run: nothing was sent)")
+        return
+    if dry_run == "server":
         report = dry_run_apply(
             kfdef,
             load_catalog(),

@@ -10,7 +10,7 @@ import click
 
 from kfctl import __version__
 from kfctl.cli.context import GlobalOptions
-from kfctl.cli.options import get_options, global_options, global_options_with_graphs
+from kfctl.cli.options import get_options, global_options, global_options_with_graphs, kubectl_dry_run
 from kfctl.cli.output import emit, emit_error, emit_unexpected
 from kfctl.errors import InterruptedError_, KfctlError
 
@@ -100,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI and turn every outcome into an exit code; never let a traceback escape."""
     opts = GlobalOptions()
     try:
-        cli.main(args=argv, prog_name="kfctl", standalone_mode=False, obj=opts)
+        args = kubectl_dry_run(list(sys.argv[1:] if argv is None else argv))
+        cli.main(args=args, prog_name="kfctl", standalone_mode=False, obj=opts)
     except click.exceptions.Exit as e:
         return int(e.exit_code)
     except click.ClickException as e:

@@ -132,3 +132,24 @@ detailed_exitcode_option = click.option(
     help="Exit 15 instead of 0 when the run succeeded and something changed (apply) or differs (diff), as "
     "Terraform's -detailed-exitcode; errors keep their own codes.",
 )
+
+
+DRY_RUN_MODES = {"none": [], "server": ["--dry-run"], "client": ["--dry-run-client"]}
+
+
+def kubectl_dry_run(argv: list[str]) -> list[str]:
+    """kubectl's ``--dry-run=none|client|server`` on top of kfctl's bare ``--dry-run`` (a server-side dry run),
+    which must stay a flag: an option with an optional value would take ``kfctl apply --dry-run demo``'s APPDIR
+    as its value. Nothing after ``--`` is touched."""
+    out: list[str] = []
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            return out + argv[i:]
+        if arg.startswith("--dry-run="):
+            mode = arg.split("=", 1)[1]
+            if mode not in DRY_RUN_MODES:
+                raise click.UsageError(f"--dry-run={mode}: choose --dry-run=server (or --dry-run), client or none")
+            out += DRY_RUN_MODES[mode]
+        else:
+            out.append(arg)
+    return out
