@@ -330,3 +330,16 @@ def test_client_dry_run_prints_the_plan_without_the_cluster(capsys: pytest.Captu
     assert json.loads(out)["summary"]["waves"] > 0
     code, _, err = run(capsys, "apply", str(app), "--dry-run=maybe")
     assert (code, err.strip()) == (2, "Error: --dry-run=maybe: choose --dry-run=server (or --dry-run), client or none")
+
+
+@pytest.mark.parametrize("components", ["", " , "])
+def test_init_with_no_component_named_is_a_usage_error_and_writes_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, components: str
+) -> None:
+    code, _, err = run(capsys, "init", str(tmp_path / "demo"), "-p", "kind", "--components", components)
+    assert code == 2
+    assert err.splitlines()[0] == (
+        f"Error (usage error): --components {components!r} names no component: a KfDef without applications "
+        "installs nothing"
+    )
+    assert not (tmp_path / "demo").exists()

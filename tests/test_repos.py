@@ -147,6 +147,7 @@ def test_pinned_tarball_over_http_renders_then_generates_offline(
     result = generate(load_kfdef(kfdef_path, catalog), catalog)
     assert rendered_version(app) == "1.0"
     assert result.fetched == ("web",)
+    assert result.warnings == ()  # plain http://, but pinned by the KfDef
     assert result.lock_written
     assert sorted(p.name for p in (app / ".cache" / "repos").iterdir()) == [f"web-{sha[:16]}"]
     # The single top directory of a GitHub-style archive is the repo root; the tree is vendored.
@@ -181,7 +182,11 @@ def test_unpinned_tarball_is_locked_on_first_use_and_refresh_follows_a_change(
     first = make_tar(www / "web.tgz", good_members("1.0"))
     app = tmp_path / "demo"
     path = write_kfdef(app, f"{base}/web.tgz")
-    generate(load_kfdef(path, catalog), catalog)
+    unpinned = generate(load_kfdef(path, catalog), catalog)
+    assert unpinned.warnings == (
+        f"repo web: {base}/web.tgz is fetched over plain http:// and the KfDef gives no sha256 for it; anyone on the "
+        "way can change it: use https://, or add sha256: (kfdef.lock has the one this fetch got)",
+    )
     assert f"sha256: {first}" in (app / "kfdef.lock").read_text()
     second = make_tar(www / "web.tgz", good_members("2.0"))
     shutil_rm_cache(app)

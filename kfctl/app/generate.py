@@ -62,6 +62,18 @@ class GenerateResult:
     vendor_fallbacks: tuple[str, ...] = ()  # applications whose whole directory (or repo) was vendored, and why
     remote_bases: int = 0  # remote kustomize bases vendored
     repinned: tuple[str, ...] = ()  # with --refresh: each repo or remote base that now resolves to other content
+    warnings: tuple[str, ...] = ()  # what the user should know, though nothing failed
+
+
+def insecure_repos(kfdef: KfDef) -> tuple[str, ...]:
+    """Repos fetched over plain http:// without a sha256 in the KfDef: whoever is on the way can change what is
+    installed (the lock pins what the first fetch got, but nothing checks that first fetch)."""
+    return tuple(
+        f"repo {r.name}: {r.uri} is fetched over plain http:// and the KfDef gives no sha256 for it; anyone on the "
+        "way can change it: use https://, or add sha256: (kfdef.lock has the one this fetch got)"
+        for r in kfdef.repos
+        if r.uri.lower().startswith("http://") and not r.sha256
+    )
 
 
 def generate(
@@ -128,6 +140,7 @@ def generate(
         vendor_fallbacks=tuple(fallbacks),
         remote_bases=len(repos.remote),
         repinned=tuple(repos.repinned),
+        warnings=insecure_repos(kfdef),
     )
 
 

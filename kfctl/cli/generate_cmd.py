@@ -9,7 +9,7 @@ import click
 from kfctl.app.generate import generate as run_generate
 from kfctl.catalog.load import load_catalog
 from kfctl.cli.options import get_options, global_options
-from kfctl.cli.output import emit
+from kfctl.cli.output import emit, machine_readable
 from kfctl.cli.target import kfdef_target, resolve_kfdef
 from kfctl.errors import UsageError
 from kfctl.repos.mirror import parse_flag
@@ -98,6 +98,9 @@ def generate(
     lines += [f"Re-pinned {line}" for line in result.repinned]
     if result.lock_written:
         lines.append(f"Wrote {kfdef.path.with_suffix('.lock')}")
+    if not machine_readable(opts):
+        for warning in result.warnings:
+            click.echo(f"Warning: {warning}", err=True)
     emit(
         opts,
         {
@@ -110,6 +113,7 @@ def generate(
             "fetched": list(result.fetched),
             "remoteBases": result.remote_bases,
             "repinned": list(result.repinned),
+            "warnings": list(result.warnings),
             "lockWritten": result.lock_written,
             "vendored": {
                 "files": result.vendored_files,

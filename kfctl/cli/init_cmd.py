@@ -110,6 +110,11 @@ def init(
             hint="name the cluster kind (kfctl init demo --platform kind), or scaffold upstream Kubeflow (--upstream)",
         )
     requested = [c.strip() for c in components.split(",") if c.strip()] if components is not None else None
+    if requested == []:
+        raise UsageError(
+            f"--components {components!r} names no component: a KfDef without applications installs nothing",
+            hint="leave --components out for the platform's defaults, or name some: kfctl catalog lists them",
+        )
     result = init_app(
         load_catalog(),
         app_dir=app_dir,
