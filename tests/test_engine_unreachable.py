@@ -50,3 +50,17 @@ def test_a_missing_kubeconfig_is_exit_6_with_a_hint(tmp_path: Path, capsys: pyte
         f"Error (cluster error): kubeconfig {tmp_path / 'missing'} does not exist\n"
         "Hint: pass --kubeconfig FILE or set KUBECONFIG to the cluster's kubeconfig\n"
     )
+
+
+def test_a_context_the_kubeconfig_lacks_names_the_ones_it_has(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "kubeconfig").write_text(KUBECONFIG)
+    write_app(tmp_path, "common")
+    code = main(["status", str(tmp_path), "--kubeconfig", str(tmp_path / "kubeconfig"), "--context", "prod"])
+    assert code == 6
+    assert capsys.readouterr().err == (
+        f"Error (cluster error): kubeconfig {tmp_path / 'kubeconfig'} has no context 'prod'; its contexts: "
+        "nowhere-ctx\n"
+        "Hint: pass one of them with --context (kubectl config get-contexts lists them)\n"
+    )

@@ -50,6 +50,13 @@ def connect(*, kubeconfig: str | None, context: str | None) -> KubeClient:
     """Load the kubeconfig (flag, $KUBECONFIG, ~/.kube/config) and build a client; no request is made yet."""
     loaded = load_kubeconfig(kubeconfig_paths(kubeconfig, environ=os.environ, home=Path.home()))
     path = loaded.source
+    known = [str(c.get("name")) for c in loaded.config.get("contexts") or [] if isinstance(c, dict)]
+    if context and context not in known:
+        raise ClusterError(
+            f"kubeconfig {path} has no context {context!r}"
+            + (f"; its contexts: {', '.join(known)}" if known else "; it has no contexts"),
+            hint="pass one of them with --context (kubectl config get-contexts lists them)",
+        )
     cfg = kubernetes.client.Configuration()
     try:  # the merge's paths are absolute, so the library needs no base directory
         kubernetes.config.load_kube_config_from_dict(  # type: ignore[no-untyped-call]
