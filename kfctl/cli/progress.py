@@ -101,6 +101,13 @@ class EventRenderer:
             return
         if self.opts.quiet and event.type not in ("Failed", "Stuck"):
             return
+        if event.subject == "lock":  # another run holds the install: say so in every mode, or it looks hung
+            line = self._line(event)
+            if self.console is not None:
+                self.console.print(line, style=_STYLE.get(event.type, ""), markup=False)
+            else:
+                click.echo(line, file=self.stream)
+            return
         if self.console is not None:
             if event.type in _NOTABLE or self.opts.verbose > 0:
                 self.console.print(self._line(event), style=_STYLE.get(event.type, ""), markup=False)
