@@ -343,3 +343,36 @@ def test_init_with_no_component_named_is_a_usage_error_and_writes_nothing(
         "installs nothing"
     )
     assert not (tmp_path / "demo").exists()
+
+
+def _commands() -> list[str]:
+    import click
+
+    from kfctl.cli.main import cli
+
+    return list(cli.list_commands(click.Context(cli)))
+
+
+@pytest.mark.parametrize("command", _commands())
+def test_help_fits_a_screen_with_examples_one_per_line_and_no_control_bytes(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
+    code, out, _ = run(capsys, command, "--help")
+    assert code == 0
+    lines = out.splitlines()
+    assert len(lines) <= 50, f"kfctl {command} --help is {len(lines)} lines"
+    assert not [c for c in out if ord(c) < 32 and c not in "\n"], "control bytes in the help"
+    if command == "secrets":  # a group: its one subcommand's help has the examples
+        code, out, _ = run(capsys, command, "apply", "--help")
+        lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip() in ("Example:", "Examples:"))
+    examples: list[str] = []
+    for line in lines[start + 1 :]:
+        if not line.strip():
+            break
+        if examples and examples[-1].endswith("\\"):  # a long example continued on the next line
+            examples[-1] += " " + line.strip()
+        else:
+            examples.append(line.strip())
+    assert examples and all(e.startswith("kfctl ") for e in examples), examples

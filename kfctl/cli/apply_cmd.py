@@ -30,7 +30,7 @@ from kfctl.plan.text import format_summary
     type=Duration(),
     default="5m",
     show_default=True,
-    help="Limit for one object to become healthy (from its first apply attempt).",
+    help="Limit for one object to become healthy.",
 )
 @click.option(
     "--concurrency", type=click.IntRange(1, 64), default=8, show_default=True, help="API requests in flight at once."
@@ -38,7 +38,7 @@ from kfctl.plan.text import format_summary
 @click.option(
     "--recreate-immutable",
     is_flag=True,
-    help="Delete and recreate objects whose immutable fields changed (otherwise: an error).",
+    help="Delete and recreate an object whose immutable fields changed.",
 )
 @click.option("--no-prune", is_flag=True, help="Do not delete objects that are no longer rendered.")
 @click.option("--prune-namespaces", is_flag=True, help="Also prune Namespaces (and everything left in them).")
@@ -48,13 +48,12 @@ from kfctl.plan.text import format_summary
 @click.option(
     "--force-namespaces",
     is_flag=True,
-    help="Prune namespaces even when they hold objects kfctl did not apply (those are deleted with them).",
+    help="Prune namespaces that hold objects kfctl did not apply too (deleting those).",
 )
 @click.option(
     "--adopt",
     is_flag=True,
-    help="Take over objects that exist under another owner (Helm, Argo CD, another install…) instead of "
-    "refusing (exit 11). Adopted objects are kept by delete and prune unless --delete-adopted/--prune-adopted.",
+    help="Take over objects of another owner (Helm, Argo CD…) instead of exit 11; delete and prune keep them.",
 )
 @click.option("--prune-adopted", is_flag=True, help="Also prune objects kfctl adopted rather than created.")
 @click.option("--skip-generate", is_flag=True, help="Apply APPDIR/rendered as it is, without rendering first.")
@@ -63,9 +62,7 @@ from kfctl.plan.text import format_summary
     "dry_run",
     flag_value="server",
     default="none",
-    help="Send every write as a server-side dry run and print the API server's verdict on each, exit 7 when it "
-    "refuses one (also --dry-run=server, as kubectl says it; --dry-run=client prints what would be applied, in "
-    "order, without the cluster). Nothing is persisted, nothing waited for, no lock taken.",
+    help="Server-side dry run of every write (=server; =client: the plan, no cluster). Nothing persisted.",
 )
 @click.option("--dry-run-client", "dry_run", flag_value="client", hidden=True)
 @lock_timeout_option
@@ -93,36 +90,24 @@ def apply(
 ) -> None:
     """Render, then apply every object in dependency order, wait until healthy, prune what was removed.
 
-    Server-side apply (field manager kfctl). Custom resources wait for their CRD, objects a
-    failurePolicy=Fail webhook admits wait for that webhook's backend, applications wait for
-    the ones they depend on. Transient errors are retried; denials stop the run. Objects whose
-    live state holds every field kfctl renders are skipped, so re-applying an untouched platform
-    writes nothing; a field someone changed (kubectl set image, scale) is put back and
-    reported as Corrected. Objects that exist under another owner (a Helm release, Argo CD,
-    another kfctl install) stop the run before anything is written (exit 11) unless adopted;
-    an application marked external: true in the KfDef is checked, not installed.
+    Server-side apply (field manager kfctl) in the order `kfctl plan` shows. An untouched platform
+    re-applies with no write; a field someone changed is put back (Corrected). Objects of another owner
+    stop the run before any write (exit 11) unless adopted.
+
+    --dry-run (=server) sends each write as a server-side dry run and prints the server's verdict per
+    object (created, configured, unchanged, pruned, recreate, pending, foreign, denied); --dry-run=client
+    prints the plan without the cluster.
 
     \b
-    One run at a time: apply and delete hold the install's Lease (kfctl-lock-NAME in the
-    inventory's namespace); a second run waits up to --lock-timeout for it.
+    Exit codes: 0 applied (with --detailed-exitcode: 0 nothing changed, 15 something did),
+    6 cluster unreachable, 7 denied, 8 unhealthy, 11 owned by someone else, 12 lock held.
 
     \b
-    Exit codes: 0 applied (whether or not anything changed; with --detailed-exitcode 0 nothing
-    changed, 15 something did), 6 cluster unreachable, 7 denied, 8 unhealthy, 11 objects owned
-    by someone else, 12 another run holds the lock.
-    \b
-    \b
-    --dry-run (or --dry-run=server) sends each write apply would make as a server-side dry run, in apply's order, and
-    prints the verdict per object: created, configured, unchanged, pruned, recreate (needs
-    --recreate-immutable), pending (cannot be judged before apply makes what it needs: a CRD, a
-    Namespace, a webhook's backend), foreign (another owner's: apply would stop, exit 11) or denied
-    (the server's words, exit 7).
-
     Examples:
       kfctl apply demo
       kfctl apply -f demo/kfdef.yaml --wait-timeout 10m -o json
       kfctl apply demo --dry-run
-      kfctl apply demo --dry-run=client   # the order and the objects, without the cluster
+      kfctl apply demo --dry-run=client
     """
     opts = get_options()
     kfdef = resolve_kfdef(app_dir, kfdef_file)

@@ -69,20 +69,15 @@ def check(
     """Check that the platform of APPDIR works on the target cluster, after installing it (with --pre: that it
     can be installed there, before installing it).
 
-    kfctl check: cluster-reachable (cluster); one check per application, named after it (health: what `kfctl
-    status` reports); per installed component (or kind the cluster serves, whoever installed it: upstream's trees,
-    Helm), a server-side dry-run create of a small valid resource through its admission webhooks: PROBES. A
-    failed probe says why: the kind is not served (component not installed), the
-    webhook's Service is missing, its backend is not ready, its CA bundle is not injected, or a webhook denied
-    the request (quoted).
+    kfctl check: cluster-reachable; one check per application (what `kfctl status` reports); per installed
+    component, or kind the cluster serves whoever installed it, a server-side dry-run create of a small valid
+    resource through its webhooks: PROBES. A failed probe says why (kind not served, Service missing, backend
+    not ready, CA bundle not injected, or the webhook's denial, quoted).
 
-    kfctl check --smoke also creates a TFJob (training-operator) and a TrainJob (trainer), where installed or
-    served, each in a namespace kfctl-smoke-…, waits until its operator says it succeeded or failed, and deletes
-    the namespace.
+    --smoke also runs a TFJob and a TrainJob (where installed or served) to their end, each in a scratch
+    namespace kfctl-smoke-… deleted afterwards. Nothing else is written to the cluster.
 
-    kfctl check --pre renders APPDIR (unless --skip-generate), then checks: CHECKS.
-
-    Nothing is written to the cluster (dry runs only), except by --smoke.
+    --pre renders APPDIR (unless --skip-generate), then checks: CHECKS.
 
     \b
     -o json prints {"checks": [{"category", "name", "verdict", "message", "hint"}],

@@ -97,7 +97,7 @@ def _attach(func: F, *, outputs: tuple[OutputFormat, ...]) -> F:
             default=None,
             expose_value=False,
             callback=_store_output(outputs),
-            help=f"Output format: text for people, json for machines{graphs}.",
+            help=f"Output format: text for people, json or yaml for machines{graphs}.",
         ),
         click.option(
             "--kubeconfig",
@@ -105,7 +105,7 @@ def _attach(func: F, *, outputs: tuple[OutputFormat, ...]) -> F:
             default=None,
             expose_value=False,
             callback=_store("kubeconfig"),
-            help="Path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config).",
+            help="The kubeconfig (default: $KUBECONFIG, ~/.kube/config).",
         ),
         click.option(
             "--context",
@@ -129,8 +129,7 @@ def get_options() -> GlobalOptions:
 detailed_exitcode_option = click.option(
     "--detailed-exitcode",
     is_flag=True,
-    help="Exit 15 instead of 0 when the run succeeded and something changed (apply) or differs (diff), as "
-    "Terraform's -detailed-exitcode; errors keep their own codes.",
+    help="Exit 15, not 0, when something changed (apply) or differs (diff), as Terraform's.",
 )
 
 

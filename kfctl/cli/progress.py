@@ -186,5 +186,5 @@ lock_timeout_option = click.option(
     type=Duration(),
     default="30s",
     show_default=True,
-    help="How long to wait for another kfctl run of this install (apply, delete) to finish; then exit 12 naming it.",
+    help="How long to wait for another run of this install; then exit 12.",
 )
