@@ -444,6 +444,19 @@ class FakeCluster:
         return Access(True)
 
 
+def ready_endpoint(namespace: str, service: str) -> Obj:
+    """An EndpointSlice with one ready endpoint behind ``service``: what the endpointslice controller writes once
+    a pod behind it is Ready."""
+    return obj(
+        "discovery.k8s.io/v1",
+        "EndpointSlice",
+        f"{service}-1",
+        namespace,
+        labels={"kubernetes.io/service-name": service},
+        endpoints=[{"conditions": {"ready": True}}],
+    )
+
+
 def obj(api_version: str, kind: str, name: str, namespace: str = "", **fields: Any) -> Obj:
     """A manifest, tersely: obj("apps/v1", "Deployment", "web", "ns", spec={...})."""
     meta: dict[str, Any] = {"name": name}

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from fakecluster import FakeCluster, available, obj
+from fakecluster import FakeCluster, available, obj, ready_endpoint
 
 from kfctl.engine import labels, ownership
 from kfctl.engine.apply import ApplyOptions, ApplyResult, Engine
@@ -364,16 +364,7 @@ def test_a_webhook_backend_is_ready_only_with_a_ready_endpoint_and_a_ca_bundle()
     def inject(config: Obj) -> None:  # plays cainjector, and the endpointslice controller
         for h in config["webhooks"]:
             h["clientConfig"]["caBundle"] = "Q0E="
-        cluster.put(
-            obj(
-                "discovery.k8s.io/v1",
-                "EndpointSlice",
-                "web-1",
-                "demo",
-                labels={"kubernetes.io/service-name": "web"},
-                endpoints=[{"conditions": {"ready": True}}],
-            )
-        )
+        cluster.put(ready_endpoint("demo", "web"))
 
     cluster.on_apply("ValidatingWebhookConfiguration", inject)
     result, log = run(cluster, [NS, CRD, web, svc, hook, WIDGET])
@@ -409,16 +400,7 @@ def _served_webhook(cluster: FakeCluster) -> list[Obj]:
     def inject(config: Obj) -> None:
         for h in config["webhooks"]:
             h["clientConfig"]["caBundle"] = "Q0E="
-        cluster.put(
-            obj(
-                "discovery.k8s.io/v1",
-                "EndpointSlice",
-                "web-1",
-                "demo",
-                labels={"kubernetes.io/service-name": "web"},
-                endpoints=[{"conditions": {"ready": True}}],
-            )
-        )
+        cluster.put(ready_endpoint("demo", "web"))
 
     cluster.on_apply("Deployment", available)
     cluster.on_apply("ValidatingWebhookConfiguration", inject)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fakecluster import FakeCluster, obj
+from fakecluster import FakeCluster, obj, ready_endpoint
 
 from kfctl.app.status import webhooks_answer
 from kfctl.health.model import Health
@@ -27,16 +27,7 @@ def cluster(*, endpoint: bool = True, answer: ProxyAnswer | None = None) -> Fake
     c = FakeCluster()
     c.put(obj("v1", "Service", "web", "demo", spec={}))
     if endpoint:
-        c.put(
-            obj(
-                "discovery.k8s.io/v1",
-                "EndpointSlice",
-                "web-1",
-                "demo",
-                labels={"kubernetes.io/service-name": "web"},
-                endpoints=[{"conditions": {"ready": True}}],
-            )
-        )
+        c.put(ready_endpoint("demo", "web"))
     if answer is not None:
         c.proxied[("demo", "web", "/validate")] = [answer]
     return c
