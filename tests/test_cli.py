@@ -376,3 +376,18 @@ def test_help_fits_a_screen_with_examples_one_per_line_and_no_control_bytes(
         else:
             examples.append(line.strip())
     assert examples and all(e.startswith("kfctl ") for e in examples), examples
+
+
+def test_generate_names_what_it_removes_and_check_does_not_claim_to_vendor(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    app = tmp_path / "demo"
+    assert run(capsys, "init", str(app), "-p", "kind", "-c", "training-operator", "-q")[0] == 0
+    assert run(capsys, "generate", str(app))[0] == 0
+    (app / "rendered" / "my-extra.yaml").write_text("kind: ConfigMap\n")
+    code, out, _ = run(capsys, "generate", str(app))
+    assert code == 0
+    assert "0 file(s) changed\n1 file(s) removed (no longer rendered): rendered/my-extra.yaml\n" in out
+    code, out, _ = run(capsys, "generate", str(app), "--check")
+    assert code == 0
+    assert out.splitlines()[-1].startswith(f"{app / 'vendor'} is up to date: ")

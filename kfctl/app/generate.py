@@ -63,6 +63,7 @@ class GenerateResult:
     remote_bases: int = 0  # remote kustomize bases vendored
     repinned: tuple[str, ...] = ()  # with --refresh: each repo or remote base that now resolves to other content
     warnings: tuple[str, ...] = ()  # what the user should know, though nothing failed
+    removed: tuple[str, ...] = ()  # those of ``changed`` that the render no longer has (deleted from APPDIR)
 
 
 def insecure_repos(kfdef: KfDef) -> tuple[str, ...]:
@@ -107,6 +108,7 @@ def generate(
         _record_remote(repos, resolver)
         vendored_files, vendored_bytes = measure(tmp / "vendor")
         changed = _differences(tmp, app_dir)
+        removed = sorted(p for p in changed if not (tmp / p).exists() and not (tmp / p).is_symlink())
         if check and repos.lock_stale():
             changed.append(repos.lock_file.name)  # beside the KfDef, so in APPDIR
         if check:
@@ -141,6 +143,7 @@ def generate(
         remote_bases=len(repos.remote),
         repinned=tuple(repos.repinned),
         warnings=insecure_repos(kfdef),
+        removed=tuple(removed),
     )
 
 

@@ -82,14 +82,17 @@ def generate(
         f"with {result.kustomize} in {result.seconds:.1f}s"
     ]
     if not check:
+        written = [p for p in result.changed if p not in result.removed]
         lines.append(
-            f"{len(result.changed)} file(s) changed"
-            + (f": {', '.join(result.changed[:10])}" if result.changed else "")
-            + (" …" if len(result.changed) > 10 else "")
+            f"{len(written)} file(s) changed"
+            + (f": {', '.join(written[:10])}" if written else "")
+            + (" …" if len(written) > 10 else "")
         )
-    lines.append(
-        f"Vendored {result.vendored_files} file(s), {_size(result.vendored_bytes)} into {result.app_dir / 'vendor'}"
-    )
+        if result.removed:  # named, all of them: a file of the user's there would be gone without a word
+            lines.append(f"{len(result.removed)} file(s) removed (no longer rendered): {', '.join(result.removed)}")
+    where = result.app_dir / "vendor"
+    size = f"{result.vendored_files} file(s), {_size(result.vendored_bytes)}"
+    lines.append(f"{where} is up to date: {size}" if check else f"Vendored {size} into {where}")
     lines += result.vendor_fallbacks
     if result.remote_bases:
         lines.append(f"Vendored {result.remote_bases} remote base(s) into {result.app_dir / 'vendor' / 'remote'}")
@@ -108,6 +111,7 @@ def generate(
             "applications": list(result.applications),
             "objects": result.objects,
             "changed": list(result.changed),
+            "removed": list(result.removed),
             "check": check,
             "kustomize": result.kustomize,
             "fetched": list(result.fetched),
