@@ -391,3 +391,27 @@ def test_generate_names_what_it_removes_and_check_does_not_claim_to_vendor(
     code, out, _ = run(capsys, "generate", str(app), "--check")
     assert code == 0
     assert out.splitlines()[-1].startswith(f"{app / 'vendor'} is up to date: ")
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        (None, ".cache/\n.kfctl-tmp-*/\n"),
+        (
+            "*.swp",
+            "*.swp\n# kfctl: caches that are re-created on demand. Commit kfdef.yaml, kfdef.lock, "
+            "kustomize/, vendor/, rendered/.\n.cache/\n.kfctl-tmp-*/\n",
+        ),
+        ("*.swp\n.cache/\n.kfctl-tmp-*/\n", "*.swp\n.cache/\n.kfctl-tmp-*/\n"),
+    ],
+    ids=["none", "the-users-own", "already-complete"],
+)
+def test_init_makes_the_gitignore_ignore_kfctls_caches_keeping_the_users_lines(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, before: str | None, after: str
+) -> None:
+    app = tmp_path / "demo"
+    app.mkdir()
+    if before is not None:
+        (app / ".gitignore").write_text(before)
+    assert run(capsys, "init", str(app), "-p", "kind", "-q")[0] == 0
+    assert (app / ".gitignore").read_text().endswith(after)

@@ -158,14 +158,27 @@ def new_kfdef_path(app_dir: Path, *, namespace: str, force: bool) -> Path:
 
 
 def write_scaffold(target: Path, text: str) -> None:
-    """The KfDef, and a .gitignore beside it unless one exists; each through a temp file."""
+    """The KfDef, and a .gitignore beside it with kfctl's lines (an existing one keeps its own and gets the
+    missing ones appended, so .cache/ is never committed by accident); each through a temp file."""
     try:
         write_atomic(target, text)
         gitignore = target.parent / ".gitignore"
-        if not gitignore.exists():
-            write_atomic(gitignore, GITIGNORE)
+        have = gitignore.read_text(encoding="utf-8") if gitignore.exists() else ""
+        write_atomic(gitignore, with_ignored(have))
     except OSError as e:
         raise UsageError(f"{target}: cannot write: {e.strerror or e}") from e
+
+
+def with_ignored(text: str) -> str:
+    """``text`` (a .gitignore) with kfctl's patterns added where missing; unchanged when it has them all."""
+    present = {line.strip() for line in text.splitlines()}
+    missing = [line for line in GITIGNORE.splitlines() if not line.startswith("#") and line not in present]
+    if not text:
+        return GITIGNORE
+    if not missing:
+        return text
+    sep = "" if text.endswith("\n") else "\n"
+    return f"{text}{sep}{GITIGNORE.splitlines()[0]}\n" + "".join(f"{line}\n" for line in missing)
 
 
 def name_from_directory(app_dir: Path) -> str:
