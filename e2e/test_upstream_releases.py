@@ -71,6 +71,7 @@ V1_10 = Release(
         # it), so v0.19.0 runs for its image; the upgrade then changes katib's image but not its binary.
         "katib-controller": "katib-controller",
         "kserve-controller-manager": "kserve-manager-v0.14.1",
+        "notebook-controller-deployment": "notebook-controller-v1.10.0",  # built from ../shared/fixtures' source
     },
 )
 V1_11 = Release(
@@ -81,6 +82,7 @@ V1_11 = Release(
         "training-operator": "training-operator",  # v1.9.2, the catalog's too
         "katib-controller": "katib-controller",  # v0.19.0, the catalog's too
         "kserve-controller-manager": "kserve-manager-v0.15.2",
+        "notebook-controller-deployment": "notebook-controller-v1.10.0",  # both releases pin v1.10.0
     },
 )
 
