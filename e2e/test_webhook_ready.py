@@ -18,26 +18,13 @@ from pathlib import Path
 import pytest
 import yaml
 from harness import Cluster
+from runtime_support import tfjob
 from test_apply_support import kfctl, kubectl
 
 pytestmark = pytest.mark.e2e
 
 CYCLES = int(os.environ.get("KFCTL_E2E_WEBHOOK_CYCLES", "3"))
 BACKEND = "webhook backend kubeflow/training-operator"
-TFJOB = {
-    "apiVersion": "kubeflow.org/v1",
-    "kind": "TFJob",
-    "metadata": {"name": "right-after-apply", "namespace": "kubeflow"},
-    "spec": {
-        "tfReplicaSpecs": {
-            "Worker": {
-                "replicas": 1,
-                "restartPolicy": "Never",
-                "template": {"spec": {"containers": [{"name": "tensorflow", "image": "busybox", "command": ["true"]}]}},
-            }
-        }
-    },
-}
 
 
 def test_a_tfjob_created_the_moment_apply_exits_is_admitted_on_every_fresh_install(
@@ -47,7 +34,7 @@ def test_a_tfjob_created_the_moment_apply_exits_is_admitted_on_every_fresh_insta
     app = tmp_path / "platform"
     assert kfctl("init", str(app), "--platform", "kind", "-c", "training-operator", kubeconfig=kubeconfig).code == 0
     job = tmp_path / "tfjob.yaml"
-    job.write_text(yaml.safe_dump(TFJOB))
+    job.write_text(yaml.safe_dump(tfjob("right-after-apply")))  # the runtime tests' TFJob
     accepted, waits = 0, []
     for cycle in range(CYCLES):
         run = kfctl("apply", str(app), "--wait-timeout", "5m", kubeconfig=kubeconfig)

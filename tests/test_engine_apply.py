@@ -330,44 +330,7 @@ def test_with_one_apply_slot_the_chain_of_waits_goes_before_objects_nothing_wait
 
 def test_a_webhook_backend_is_ready_only_with_a_ready_endpoint_and_a_ca_bundle() -> None:
     cluster = FakeCluster()
-    web = obj(
-        "apps/v1",
-        "Deployment",
-        "web",
-        "demo",
-        spec={
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": []}},
-        },
-    )
-    svc = obj("v1", "Service", "web", "demo", spec={"selector": {"app": "web"}})
-    hook = obj(
-        "admissionregistration.k8s.io/v1",
-        "ValidatingWebhookConfiguration",
-        "widgets",
-        webhooks=[
-            {
-                "name": "w.example.com",
-                "clientConfig": {"service": {"name": "web", "namespace": "demo"}},
-                "rules": [
-                    {
-                        "apiGroups": ["example.com"],
-                        "apiVersions": ["v1"],
-                        "operations": ["CREATE"],
-                        "resources": ["widgets"],
-                    }
-                ],
-            }
-        ],
-    )
-
-    def inject(config: Obj) -> None:  # plays cainjector, and the endpointslice controller
-        for h in config["webhooks"]:
-            h["clientConfig"]["caBundle"] = "Q0E="
-        cluster.put(ready_endpoint("demo", "web"))
-
-    cluster.on_apply("ValidatingWebhookConfiguration", inject)
-    result, log = run(cluster, [NS, CRD, web, svc, hook, WIDGET])
+    result, log = run(cluster, _served_webhook(cluster))
     assert result.ok
     assert position(log, "Healthy", "webhook backend demo/web") < position(log, "Created", "Widget.example.com demo/w")
     backend = next(e for e in log.of("Healthy") if e.subject == "webhook backend demo/web")
