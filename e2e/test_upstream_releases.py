@@ -215,10 +215,10 @@ def test_v1_11_five_applications_install_healthy_and_work(fresh_cluster: Cluster
     assert plan.code == 0, plan.explain()
     steps = {s["step"]: s for wave in json.loads(plan.stdout)["waves"] for s in wave}
     assert steps["Namespace kubeflow"]["application"] == "katib"
-    assert steps["Namespace kubeflow"]["hoisted"]["neededBy"] == "Deployment.apps kubeflow/training-operator"
+    assert steps["Namespace kubeflow"]["hoisted"]["neededBy"]["step"] == "Deployment.apps kubeflow/training-operator"
     mutator = steps["MutatingWebhookConfiguration.admissionregistration.k8s.io katib.kubeflow.org"]
-    assert {"step": "Deployment.apps kubeflow/katib-controller", "rule": "admits-its-needs", "orderOnly": False} in (
-        mutator["dependsOn"]
+    assert ("Deployment.apps kubeflow/katib-controller", "admits-its-needs", False) in (
+        (d["step"], d["rule"], d["orderOnly"]) for d in mutator["dependsOn"]
     )
 
     run = kfctl("apply", str(app), "--wait-timeout", "5m", kubeconfig=kubeconfig)

@@ -38,6 +38,14 @@ def group_of(api_version: str) -> str:
     return api_version.split("/", 1)[0] if "/" in api_version else ""
 
 
+def identity(obj: Mapping[str, Any]) -> dict[str, str]:
+    """What names an object for a program (``-o json``): group, version, kind, namespace ("" when cluster-scoped)
+    and name, each its own field, so no reader parses kfctl's ``Kind.group namespace/name`` display."""
+    key = key_of(obj)
+    version = str(obj.get("apiVersion", "")).rsplit("/", 1)[-1]
+    return {"group": key.group, "version": version, "kind": key.kind, "namespace": key.namespace, "name": key.name}
+
+
 def key_of(obj: Mapping[str, Any]) -> ObjectKey:
     meta = obj.get("metadata") or {}
     return ObjectKey(

@@ -12,6 +12,7 @@ from kfctl import __version__
 from kfctl.catalog.model import Catalog
 from kfctl.cli.main import main
 from kfctl.cli.options import kubectl_dry_run
+from kfctl.cli.output import SCHEMA_VERSION
 from kfctl.config.loader import load_kfdef
 
 
@@ -24,7 +25,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 def test_version_text_and_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(capsys, "version") == (0, f"kfctl {__version__}\n", "")
     code, out, _ = run(capsys, "version", "-o", "json")
-    assert (code, json.loads(out)) == (0, {"version": __version__})
+    assert (code, json.loads(out)) == (0, {"schemaVersion": SCHEMA_VERSION, "version": __version__})
 
 
 @pytest.mark.parametrize("command", ["init", "generate", "build", "catalog", "migrate", "version"])
@@ -174,7 +175,7 @@ def test_global_options_work_before_and_after_the_command(capsys: pytest.Capture
     a = run(capsys, "-o", "json", "version")
     b = run(capsys, "version", "-o", "json")
     assert a == b
-    assert yaml.safe_load(a[1]) == {"version": __version__}
+    assert yaml.safe_load(a[1]) == {"schemaVersion": SCHEMA_VERSION, "version": __version__}
 
 
 def test_catalog_lists_components_and_shows_parameters(

@@ -374,6 +374,6 @@ def test_upstream_v1_11_five_applications_plan_without_a_cycle(
     katib_deployment = {e.dependency for e in plan.deps["Deployment.apps kubeflow/katib-controller"]}
     assert {"application cert-manager", "application training-operator"} <= katib_deployment
     hoisted = [s for wave in json.loads(json.dumps(plan_as_dict(plan)))["waves"] for s in wave if "hoisted" in s]
-    assert [(s["step"], s["hoisted"]["neededBy"], s["hoisted"]["rule"]) for s in hoisted] == [
+    assert [(s["step"], s["hoisted"]["neededBy"]["step"], s["hoisted"]["rule"]) for s in hoisted] == [
         ("Namespace kubeflow", "Deployment.apps kubeflow/training-operator", "namespace")
     ]

@@ -14,7 +14,7 @@ import pytest
 from test_catalog import make_app, supported
 from test_plan_podhooks import mutator, plan_of
 
-from kfctl.app.plan import plan_as_dict, plan_kfdef
+from kfctl.app.plan import plan_as_dict, plan_kfdef, step_ref
 from kfctl.catalog.model import Catalog
 from kfctl.config.loader import load_kfdef
 from kfctl.objects import ObjectKey
@@ -125,7 +125,8 @@ def test_the_longest_chain_counts_only_waits() -> None:
 
 
 def test_json_keeps_the_waves_and_adds_the_summary() -> None:
-    data = plan_as_dict(plan_of(mutator()))
+    plan = plan_of(mutator())
+    data = plan_as_dict(plan)
     assert [s["step"] for s in data["waves"][0]] == ["Namespace ml", "Namespace plain"]
     summary = data["summary"]
     assert summary["applications"][1] == {
@@ -135,14 +136,47 @@ def test_json_keeps_the_waves_and_adds_the_summary() -> None:
         "dependsOn": ["operator"],
         "waitsOn": {"operator": 1},
     }
-    assert summary["hoisted"][0]["step"] == "Namespace ml"
-    assert summary["hoisted"][0]["hoisted"] == data["waves"][0][0]["hoisted"]
-    assert {
-        "step": "Deployment.apps ml/serving",
-        "dependency": "webhook backend ml/tuner-webhook",
-        "rule": "pod-webhook",
-    } in (summary["podWebhooks"])
-    assert summary["longestChain"][-1] == "Deployment.apps ml/serving"
+    assert summary["hoisted"][0] == step_ref(plan, "Namespace ml") | {
+        "application": "tuner",
+        "hoisted": data["waves"][0][0]["hoisted"],
+    }
+    assert data["waves"][0][0]["hoisted"]["neededBy"] == step_ref(plan, "Deployment.apps ml/operator")
+    assert (
+        step_ref(plan, "Deployment.apps ml/serving")
+        | {
+            "dependency": {"step": "webhook backend ml/tuner-webhook"},
+            "rule": "pod-webhook",
+        }
+        in (summary["podWebhooks"])
+    )
+    assert summary["longestChain"][-1] == step_ref(plan, "Deployment.apps ml/serving")
+
+
+def _object(group: str, version: str, kind: str, namespace: str, name: str) -> dict[str, str]:
+    return {"group": group, "version": version, "kind": kind, "namespace": namespace, "name": name}
+
+
+# -o json names a step by its id and, for an object, by the object's own fields: no reader parses the id.
+JSON_STEPS = [
+    ("Namespace ml", {"object": _object("", "v1", "Namespace", "", "ml")}),
+    ("Deployment.apps ml/serving", {"object": _object("apps", "v1", "Deployment", "ml", "serving")}),
+    (
+        "MutatingWebhookConfiguration.admissionregistration.k8s.io tuner",
+        {"object": _object("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration", "", "tuner")},
+    ),
+    ("webhook backend ml/tuner-webhook", {}),
+    ("application operator", {}),
+]
+
+
+@pytest.mark.parametrize(
+    ("sid", "fields"), JSON_STEPS, ids=["core-cluster-scoped", "namespaced", "grouped-cluster-scoped", "backend", "app"]
+)
+def test_json_names_a_step_by_its_id_and_an_object_by_its_fields(sid: str, fields: dict[str, object]) -> None:
+    plan = plan_of(mutator())
+    assert step_ref(plan, sid) == {"step": sid, **fields}
+    every_mention = [s for wave in plan_as_dict(plan)["waves"] for s in wave if s["step"] == sid]
+    assert [{k: s[k] for k in ("step", "object") if k in s} for s in every_mention] == [{"step": sid, **fields}]
 
 
 def test_the_whole_catalog_summary_fits_one_screen(tmp_path: Path, real_catalog: Catalog) -> None:

@@ -8,6 +8,7 @@ from kfctl.app.bundle import load_bundle
 from kfctl.app.generate import rendered_privately
 from kfctl.catalog.model import Catalog
 from kfctl.config.model import KfDef
+from kfctl.objects import identity
 from kfctl.plan.graph import Plan
 from kfctl.plan.hoist import Hoist
 from kfctl.plan.summary import PlanSummary, summarize
@@ -24,14 +25,25 @@ def plan_kfdef(kfdef: KfDef, catalog: Catalog, *, render: bool = True) -> Plan:
 
 
 def plan_as_dict(plan: Plan) -> dict[str, Any]:
-    """Every step of every wave, and the summary `kfctl plan` prints by default."""
+    """Every step of every wave, and the summary `kfctl plan` prints by default.
+
+    A step is named by its id under ``step`` (the key every other mention of it uses: dependsOn, hoisted,
+    longestChain …) and, when it is an object, by the object's fields under ``object`` (:func:`step_ref`).
+    """
     return {
         "waves": [[_step_as_dict(plan, sid) for sid in wave] for wave in plan.waves()],
-        "summary": summary_as_dict(summarize(plan)),
+        "summary": summary_as_dict(plan, summarize(plan)),
     }
 
 
-def summary_as_dict(summary: PlanSummary) -> dict[str, Any]:
+def step_ref(plan: Plan, sid: str) -> dict[str, Any]:
+    """``{"step": id}``, with ``"object": {group, version, kind, namespace, name}`` when the step applies an object
+    (the others are kfctl's own gates: an application, a webhook backend, an external application's check)."""
+    obj = plan.steps[sid].obj
+    return {"step": sid} | ({"object": identity(obj)} if obj is not None else {})
+
+
+def summary_as_dict(plan: Plan, summary: PlanSummary) -> dict[str, Any]:
     return {
         "objects": summary.objects,
         "waves": summary.waves,
@@ -46,37 +58,39 @@ def summary_as_dict(summary: PlanSummary) -> dict[str, Any]:
             for a in summary.applications
         ],
         "hoisted": [
-            {"step": h.step, "application": h.application, "hoisted": _hoist_as_dict(h.application, h.hoist)}
+            step_ref(plan, h.step)
+            | {"application": h.application, "hoisted": _hoist_as_dict(plan, h.application, h.hoist)}
             for h in summary.hoisted
         ],
-        "copies": [{"step": sid, "copiesIn": list(apps)} for sid, apps in summary.copies],
+        "copies": [step_ref(plan, sid) | {"copiesIn": list(apps)} for sid, apps in summary.copies],
         "podWebhooks": [
-            {"step": o.step, "dependency": o.dependency, "rule": o.rule.name} for o in summary.pod_webhooks
+            step_ref(plan, o.step) | {"dependency": step_ref(plan, o.dependency), "rule": o.rule.name}
+            for o in summary.pod_webhooks
         ],
-        "longestChain": list(summary.longest_chain),
+        "longestChain": [step_ref(plan, sid) for sid in summary.longest_chain],
     }
 
 
 def _step_as_dict(plan: Plan, sid: str) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "step": sid,
+    out: dict[str, Any] = step_ref(plan, sid) | {
         "application": plan.steps[sid].app,
         "kind": plan.steps[sid].kind,
         "dependsOn": [
-            {"step": e.dependency, "rule": e.rule.name, "orderOnly": e.rule.order_only} for e in plan.deps.get(sid, [])
+            step_ref(plan, e.dependency) | {"rule": e.rule.name, "orderOnly": e.rule.order_only}
+            for e in plan.deps.get(sid, [])
         ],
     }
     hoist = plan.hoisted.get(sid)
     if hoist is not None:  # applied ahead of its application's dependsOn, and why
-        out["hoisted"] = _hoist_as_dict(plan.steps[sid].app, hoist)
+        out["hoisted"] = _hoist_as_dict(plan, plan.steps[sid].app, hoist)
     if sid in plan.copies:  # later applications render an identical copy, applied once by this step
         out["copiesIn"] = list(plan.copies[sid])
     return out
 
 
-def _hoist_as_dict(app: str, hoist: Hoist) -> dict[str, Any]:
+def _hoist_as_dict(plan: Plan, app: str, hoist: Hoist) -> dict[str, Any]:
     return {
-        "neededBy": hoist.needed_by,
+        "neededBy": step_ref(plan, hoist.needed_by),
         "application": hoist.needed_by_app,
         "rule": hoist.rule.name,
         "reason": hoisted_reason(app, hoist),

@@ -24,9 +24,15 @@ def machine_readable(opts: GlobalOptions) -> bool:
     return opts.output in ("json", "yaml")
 
 
+# Every document -o json / -o yaml prints carries it (results, each event of a stream, errors). Bumped when a
+# field changes meaning or type, or goes; a new field keeps it.
+SCHEMA_VERSION = 1
+
+
 def document(opts: GlobalOptions, data: Mapping[str, Any], *, stream: bool = False) -> str:
-    """``data`` as ``-o`` asks: JSON (indented, or one line per document in a ``stream`` of events) or YAML (a
-    ``---`` document, so a stream is a multi-document file)."""
+    """``data`` as ``-o`` asks, with its ``schemaVersion``: JSON (indented, or one line per document in a
+    ``stream`` of events) or YAML (a ``---`` document, so a stream is a multi-document file)."""
+    data = {"schemaVersion": SCHEMA_VERSION, **data}
     if opts.output == "yaml":
         return "---\n" + yaml.safe_dump(dict(data), sort_keys=True, default_flow_style=False, width=1000).rstrip("\n")
     return json.dumps(data, sort_keys=True) if stream else json.dumps(data, indent=2, sort_keys=True)
