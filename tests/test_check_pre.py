@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from fakecluster import FakeCluster, obj
 
-from kfctl.catalog.model import Component, GeneratedSecret, SecretKey
+from kfctl.catalog.model import Component, GeneratedSecret, KubernetesRange, SecretKey
 from kfctl.check.model import CheckReport, PreContext
 from kfctl.check.runner import PRE_CHECKS, run_checks, select
 from kfctl.errors import RenderError, UsageError
@@ -24,7 +24,10 @@ from kfctl.secrets.declared import Declared
 APPLYSET = "applyset-test"
 
 
-def component(name: str, kubernetes: tuple[str, str] | None = ("1.27", "1.33")) -> Component:
+TESTED = KubernetesRange("1.27", "1.33")
+
+
+def component(name: str, kubernetes: KubernetesRange | None = TESTED) -> Component:
     return Component(name, "", "kubeflow", (), (), {}, "", Path("."), (), kubernetes=kubernetes)
 
 
@@ -355,6 +358,123 @@ def test_gpu_nodes_warn_only_when_the_device_plugin_is_chosen() -> None:
         "pass",
         "1 node(s) offer 2 nvidia.com/gpu",
     )
+
+
+# Ranges as the catalog declares them: both bounds (cert-manager's supported-releases table), a minimum only
+# (an operator's "Kubernetes >= N" prerequisite), one minor (cluster-autoscaler follows the cluster's), none.
+RANGED = {
+    "cert-manager": component("cert-manager", KubernetesRange("1.31", "1.35")),
+    "kserve": component("kserve", KubernetesRange("1.32")),
+    "pipelines": component("pipelines", None),
+}
+AUTOSCALER = {"cluster-autoscaler": component("cluster-autoscaler", KubernetesRange("1.32", "1.32"))}
+NOT_CHECKED = " (pipelines: no supported range declared, not checked)"
+
+KUBERNETES_VERSION_CASES: list[tuple[str, str, dict[str, Component], tuple[str, str]]] = [
+    (
+        "below-every-minimum",
+        "v1.30.2",
+        RANGED,
+        ("fail", f"Kubernetes 1.30 is too old: cert-manager needs ≥ 1.31; kserve needs ≥ 1.32{NOT_CHECKED}"),
+    ),
+    (
+        "below-one-minimum",
+        "v1.31.0",
+        RANGED,
+        ("fail", f"Kubernetes 1.31 is too old: kserve needs ≥ 1.32{NOT_CHECKED}"),
+    ),
+    (
+        "at-the-minimum",
+        "v1.32.3",
+        RANGED,
+        (
+            "pass",
+            f"Kubernetes 1.32 is within the supported range of cert-manager 1.31–1.35, kserve ≥ 1.32{NOT_CHECKED}",
+        ),
+    ),
+    (
+        "at-the-maximum",
+        "v1.35.1",
+        RANGED,
+        (
+            "pass",
+            f"Kubernetes 1.35 is within the supported range of cert-manager 1.31–1.35, kserve ≥ 1.32{NOT_CHECKED}",
+        ),
+    ),
+    (
+        "above-a-maximum-a-minimum-only-range-has-no-ceiling",
+        "v1.36.0",
+        RANGED,
+        ("warn", f"Kubernetes 1.36 is newer than tested: cert-manager is supported up to 1.35{NOT_CHECKED}"),
+    ),
+    (
+        "provider-suffix-in-the-server-version",
+        "v1.33.5-eks-1234567",
+        RANGED,
+        (
+            "pass",
+            f"Kubernetes 1.33 is within the supported range of cert-manager 1.31–1.35, kserve ≥ 1.32{NOT_CHECKED}",
+        ),
+    ),
+    (
+        "one-minor-only-matches",
+        "v1.32.0",
+        AUTOSCALER,
+        ("pass", "Kubernetes 1.32 is within the supported range of cluster-autoscaler 1.32 only"),
+    ),
+    (
+        "one-minor-only-below",
+        "v1.31.9",
+        AUTOSCALER,
+        ("fail", "Kubernetes 1.31 is too old: cluster-autoscaler needs ≥ 1.32"),
+    ),
+    (
+        "one-minor-only-above",
+        "v1.33.0",
+        AUTOSCALER,
+        ("warn", "Kubernetes 1.33 is newer than tested: cluster-autoscaler is supported up to 1.32"),
+    ),
+    (
+        "too-old-for-one-and-too-new-for-another",
+        "v1.31.0",
+        {**AUTOSCALER, "training-operator": component("training-operator", KubernetesRange("1.28", "1.30"))},
+        (
+            "fail",
+            "Kubernetes 1.31 is too old: cluster-autoscaler needs ≥ 1.32; "
+            "newer than tested: training-operator is supported up to 1.30",
+        ),
+    ),
+    (
+        "no-range-anywhere",
+        "v1.32.0",
+        {"pipelines": component("pipelines", None)},
+        (
+            "skip",
+            f"no application declares a supported Kubernetes range{NOT_CHECKED}",
+        ),
+    ),
+    (
+        "unreadable-server-version",
+        "devel",
+        RANGED,
+        ("warn", f"cannot read a version from the server's 'devel'{NOT_CHECKED}"),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("server", "components", "expected"),
+    [c[1:] for c in KUBERNETES_VERSION_CASES],
+    ids=[c[0] for c in KUBERNETES_VERSION_CASES],
+)
+def test_each_declared_range_is_held_against_the_servers_minor(
+    server: str, components: dict[str, Component], expected: tuple[str, str]
+) -> None:
+    c = cluster()
+    c.version = server
+    got = verdict(run(c, bundle(), components=components), "kubernetes-version")
+    assert got[:2] == expected
+    assert bool(got[2]) == (expected[0] in ("warn", "fail")), "a failure or warning, and only those, says what to do"
 
 
 def test_non_catalog_applications_are_named_as_not_checked() -> None:

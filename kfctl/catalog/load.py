@@ -21,6 +21,7 @@ from kfctl.catalog.model import (
     Catalog,
     Component,
     GeneratedSecret,
+    KubernetesRange,
     Overlay,
     ParameterSpec,
     Platform,
@@ -127,7 +128,7 @@ def _component(d: Path) -> Component:
         depends_on=_str_list(data, "dependsOn", meta_path),
         platforms=_str_list(data, "platforms", meta_path),
         crds=_str_list(data, "crds", meta_path),
-        kubernetes=_kubernetes_range(data, meta_path),
+        kubernetes=kubernetes_range(data, meta_path),
         parameters=parameters,
         secrets=_secrets(data, meta_path, parameters),
         health=str(data.get("health", "")).strip(),
@@ -193,15 +194,22 @@ def _secret_key(where: str, name: Any, spec: Any) -> SecretKey:
     return SecretKey(name, length=length, alphabet=alphabet)
 
 
-def _kubernetes_range(data: dict[str, Any], path: Path) -> tuple[str, str] | None:
-    """``kubernetes: {min: "1.27", max: "1.33"}``: the minors `kfctl check --pre` holds the server to."""
+def kubernetes_range(data: dict[str, Any], path: Path) -> KubernetesRange | None:
+    """``kubernetes: {min: "1.28"}`` or ``{min: "1.31", max: "1.35"}``: the minors `kfctl check --pre` holds the
+    server to, only as far as an upstream source states them (so ``max`` is optional)."""
     value = data.get("kubernetes")
     if value is None:
         return None
-    bounds = (value.get("min"), value.get("max")) if isinstance(value, dict) else (None, None)
-    if not all(isinstance(b, str) and re.fullmatch(r"1\.\d+", b) for b in bounds):
-        raise ConfigError(f'{path}: kubernetes must be {{min: "1.N", max: "1.M"}} (quoted minors), got {value!r}')
-    return str(bounds[0]), str(bounds[1])
+    expected = f'{path}: kubernetes must be {{min: "1.N"}} or {{min: "1.N", max: "1.M"}} (quoted minors), got {value!r}'
+    if not isinstance(value, dict) or not {"min"} <= set(value) <= {"min", "max"}:
+        raise ConfigError(expected)
+    bounds: dict[str, str] = dict(value)
+    if not all(isinstance(b, str) and re.fullmatch(r"1\.\d+", b) for b in bounds.values()):
+        raise ConfigError(expected)
+    low, high = bounds["min"], bounds.get("max")
+    if high is not None and int(high[2:]) < int(low[2:]):
+        raise ConfigError(f"{path}: kubernetes max {high} is below min {low}")
+    return KubernetesRange(min=low, max=high)
 
 
 def _overlay(d: Path) -> Overlay:

@@ -89,6 +89,20 @@ class GeneratedSecret:
 
 
 @dataclass(frozen=True)
+class KubernetesRange:
+    """The Kubernetes minors a component's upstream documents it for, inclusive. ``max`` is None when upstream
+    states only a minimum (most operators do: "Kubernetes >= 1.28")."""
+
+    min: str  # "1.28"
+    max: str | None = None
+
+    def describe(self) -> str:
+        if self.max is None:
+            return f"≥ {self.min}"
+        return f"{self.min} only" if self.max == self.min else f"{self.min}–{self.max}"
+
+
+@dataclass(frozen=True)
 class Component:
     name: str
     description: str
@@ -100,8 +114,7 @@ class Component:
     path: Path
     overlays: tuple[str, ...]  # component-specific parts of cross-cutting overlays it has
     crds: tuple[str, ...] = ()  # the CRDs it installs: what an external install of it must serve
-    # The Kubernetes minors it supports, inclusive ("1.27", "1.33"); None: not declared.
-    kubernetes: tuple[str, str] | None = None
+    kubernetes: KubernetesRange | None = None  # None: no upstream source states a range
     secrets: tuple[GeneratedSecret, ...] = ()  # generated at the first apply (see GeneratedSecret)
 
     def secret_for_parameter(self, parameter: str) -> GeneratedSecret | None:
