@@ -188,7 +188,7 @@ def _apply_locked(
         persist(lambda: _ensure_inventory_namespace(cluster, bundle))
         current = old or inventory.Inventory(bundle.inventory_name, kfdef.namespace, cluster_id)
         current.cluster_id = current.cluster_id or cluster_id
-        merged = current.merged(bundle.members(), adopted=adopting)
+        merged = current.merged(bundle.members(), adopted=adopting, also_in=bundle.also_in())
         if persist(lambda: inventory.write(cluster, merged, previous=old)):
             summary.inventory_writes += 1
             note(reporter, f"{where}: {len(merged.members)} objects recorded (old and new) before applying")
@@ -206,11 +206,12 @@ def _apply_locked(
     )
     summary.adopted, summary.unchanged = len(result.adopted), len(result.unchanged)
     wanted = dict(bundle.members())
+    shared = bundle.also_in()
     final = inventory.Inventory(merged.name, merged.namespace, merged.cluster_id)
     for key, app in wanted.items():
         was = merged.members.get(key)
         uid = result.uids.get(key) or (was.uid if was else "")
-        final.members[key] = inventory.Member(key, app, uid, was.adopted if was else "")
+        final.members[key] = inventory.Member(key, app, uid, was.adopted if was else "", shared.get(key, ()))
     removed: RemoveResult | None = None
     if result.ok and prune is not None:
         gone = [m for k, m in merged.members.items() if k not in wanted]

@@ -47,6 +47,13 @@ class Bundle:
     def members(self) -> list[tuple[ObjectKey, str]]:
         return [(key_of(o), app) for app, objs in self.objects_by_app for o in objs]
 
+    def also_in(self) -> dict[ObjectKey, tuple[str, ...]]:
+        """Key → the later applications whose identical copy of it was merged away (see ``copies``)."""
+        out: dict[ObjectKey, tuple[str, ...]] = {}
+        for c in self.copies:
+            out[c.key] = (*out.get(c.key, ()), c.dropped_from)
+        return out
+
     def objects(self) -> list[tuple[str, Obj]]:
         """(application, object) for every object kfctl applies."""
         return [(app, o) for app, objs in self.objects_by_app for o in objs]

@@ -28,6 +28,11 @@ class ObjectStatus:
     key: ObjectKey
     application: str
     health: Health
+    also_in: tuple[str, ...] = ()  # later applications that render it too (applied once, under ``application``)
+
+    @property
+    def applications(self) -> tuple[str, ...]:
+        return (self.application, *self.also_in)
 
 
 @dataclass
@@ -40,8 +45,9 @@ class StatusReport:
     def by_application(self) -> dict[str, Health]:
         out: dict[str, Health] = dict(self.externals)
         apps: dict[str, list[ObjectStatus]] = {}
-        for o in self.objects:
-            apps.setdefault(o.application, []).append(o)
+        for o in self.objects:  # a shared object counts under each application that renders it
+            for app in o.applications:
+                apps.setdefault(app, []).append(o)
         for app, objs in sorted(apps.items()):
             bad = [o for o in objs if not o.health.ready]
             if any(o.health.failed for o in bad):
@@ -76,6 +82,7 @@ class StatusReport:
                     "state": o.health.state,
                     "message": o.health.message,
                 }
+                | ({"alsoIn": list(o.also_in)} if o.also_in else {})
                 for o in self.objects
             ],
             "secrets": [s.as_dict() for s in self.secrets],
@@ -117,15 +124,15 @@ def status_of(kfdef: KfDef, catalog: Catalog, *, open_cluster: Callable[[], Clus
         except NoKindMatch:
             live = None
         except ApiError as e:
-            return ObjectStatus(m.key, m.application, failed(f"cannot read: {e.message}"))
+            return ObjectStatus(m.key, m.application, failed(f"cannot read: {e.message}"), m.also_in)
         if live is None:
-            return ObjectStatus(m.key, m.application, failed("missing"))
+            return ObjectStatus(m.key, m.application, failed("missing"), m.also_in)
         health = object_health(cluster, live)
         if is_generated(live):
             health = Health(health.state, describe_generated(live))
         if health.ready and m.key.kind in WEBHOOK_CONFIGURATIONS:
             health = webhooks_answer(cluster, live) or health
-        return ObjectStatus(m.key, m.application, health)
+        return ObjectStatus(m.key, m.application, health, m.also_in)
 
     with talking_to(cluster, "reading the objects' health"), ThreadPoolExecutor(max_workers=8) as pool:
         objects = list(pool.map(probe, sorted(inv.members.values(), key=lambda m: (m.application, m.key))))

@@ -61,10 +61,13 @@ class Member:
     application: str
     uid: str = ""
     adopted: str = ""  # who managed it before kfctl took it over ("" when kfctl created it)
+    # The later applications that render an identical copy, applied once under ``application``
+    # (kfctl.plan.duplicates): the object is theirs too, so status counts it under each.
+    also_in: tuple[str, ...] = ()
 
-    def as_dict(self) -> dict[str, str]:
+    def as_dict(self) -> dict[str, str | list[str]]:
         k = self.key
-        out = {
+        out: dict[str, str | list[str]] = {
             "group": k.group,
             "kind": k.kind,
             "namespace": k.namespace,
@@ -74,6 +77,8 @@ class Member:
         }
         if self.adopted:
             out["adopted"] = self.adopted
+        if self.also_in:  # absent when unshared, so the records of earlier versions read and compare the same
+            out["alsoIn"] = list(self.also_in)
         return out
 
 
@@ -89,17 +94,23 @@ class Inventory:
         return applyset_id(name=self.name, namespace=self.namespace)
 
     def merged(
-        self, keys: Iterable[tuple[ObjectKey, str]], *, adopted: Mapping[ObjectKey, str] | None = None
+        self,
+        keys: Iterable[tuple[ObjectKey, str]],
+        *,
+        adopted: Mapping[ObjectKey, str] | None = None,
+        also_in: Mapping[ObjectKey, tuple[str, ...]] | None = None,
     ) -> Inventory:
         """Old + new: every old member plus each new key (UID unknown until applied); ``adopted`` marks the
-        foreign objects about to be taken over, with who managed them."""
+        foreign objects about to be taken over, with who managed them; ``also_in``, the later applications
+        that render a key too."""
         out = Inventory(self.name, self.namespace, self.cluster_id, dict(self.members))
         taken = adopted or {}
+        shared = also_in or {}
         for key, app in keys:
             if key in taken:  # someone else's object now, even where an old run of ours recorded the key
-                out.members[key] = Member(key, app, adopted=taken[key])
+                out.members[key] = Member(key, app, adopted=taken[key], also_in=shared.get(key, ()))
             elif key not in out.members:
-                out.members[key] = Member(key, app)
+                out.members[key] = Member(key, app, also_in=shared.get(key, ()))
         return out
 
     def to_object(self) -> Obj:
@@ -199,7 +210,9 @@ def read(cluster: Cluster, *, name: str, namespace: str) -> Inventory | None:
     for text in texts:
         for m in json.loads(text):
             key = ObjectKey(m["group"], m["kind"], m["namespace"], m["name"])
-            inv.members[key] = Member(key, m.get("application", ""), m.get("uid", ""), m.get("adopted", ""))
+            inv.members[key] = Member(
+                key, m.get("application", ""), m.get("uid", ""), m.get("adopted", ""), tuple(m.get("alsoIn", ()))
+            )
     return inv
 
 
