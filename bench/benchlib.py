@@ -221,11 +221,11 @@ def log(message: str) -> None:
 PLATFORM_VALUES = {
     "clusterName": "bench",
     "region": "eu-west-1",
-    "autoscalerRoleArn": "arn:aws:iam::1:role/ca",
-    "project": "p",
-    "zone": "z",
+    "autoscalerRoleArn": "arn:aws:iam::123456789012:role/ca",
+    "project": "bench-project",
+    "zone": "europe-west4-a",
     "cluster": "c",
-    "subscriptionId": "s",
+    "subscriptionId": "00000000-0000-0000-0000-000000000000",
     "resourceGroup": "rg",
 }
 

@@ -29,7 +29,7 @@ PLATFORM_VALUES = {
     "clusterName": "e2e",
     "region": "eu-west-1",
     "autoscalerRoleArn": "arn:aws:iam::123456789012:role/ca",
-    "project": "p",
+    "project": "e2e-project",
     "zone": "europe-west4-a",
     "cluster": "c",
     "subscriptionId": "00000000-0000-0000-0000-000000000000",

@@ -20,7 +20,7 @@ from credentials import credentials_in
 from kfctl import yamlio
 from kfctl.app.generate import generate
 from kfctl.app.init import init_app
-from kfctl.catalog.model import Catalog
+from kfctl.catalog.model import Catalog, ParameterSpec
 from kfctl.config.loader import load_kfdef
 from kfctl.render.kustomize import find_kustomize
 
@@ -239,6 +239,27 @@ def test_image_mirror_rewrites_every_image_of_every_component(tmp_path: Path, re
     assert seen >= 20
 
 
+# A value of each type that no default of the catalog has
+OTHER_VALUE: dict[str, Any] = {
+    "integer": 7,
+    "quantity": "77Gi",
+    "duration": "7m",
+    "image": "registry.example.com/kfctl-test:v7",
+    "image-tag": "v7.7.7",
+    "dns-subdomain": "kfctl-test-value",
+    "string": "kfctl-test-value",
+}
+
+
+def another_value(spec: ParameterSpec) -> Any:
+    """A valid value of ``spec``'s type other than its default."""
+    if spec.type == "boolean":
+        return not bool(spec.default)
+    if spec.type == "enum":
+        return next(v for v in spec.values if v != spec.default)
+    return OTHER_VALUE[spec.type]
+
+
 def test_every_component_parameter_reaches_its_target(tmp_path: Path, real_catalog: Catalog) -> None:
     """Set each declared parameter to a new value; the rendered output must change (targets resolve)."""
     checked = 0
@@ -252,9 +273,7 @@ def test_every_component_parameter_reaches_its_target(tmp_path: Path, real_catal
         generate(load_kfdef(path, real_catalog), real_catalog)
         before = (app / "rendered" / f"{comp}.yaml").read_text()
         for pname, spec in sorted(params.items()):
-            value: Any = {"integer": 7, "boolean": not bool(spec.default)}.get(spec.type, "kfctl-test-value")
-            if spec.type == "string" and isinstance(spec.default, str) and spec.default.endswith("Gi"):
-                value = "77Gi"
+            value = another_value(spec)
             doc = yaml.safe_load(kfdef_text)
             entry = next(a for a in doc["spec"]["applications"] if a["name"] == comp)
             entry["kustomizeConfig"]["parameters"] = [{"name": pname, "value": value}]

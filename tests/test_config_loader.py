@@ -230,9 +230,9 @@ BAD = [
             "kfdef.yaml:12:14 spec.applications[1].kustomizeConfig.parameters[0].name: "
             'component "training-operator" has no parameter "replica" (did you mean "replicas"?)',
             "kfdef.yaml:13:39 spec.applications[1].kustomizeConfig.parameters[1].value: "
-            "parameter \"gangSchedulerName\" must be string, got ['volcano']",
+            'parameter "gangSchedulerName" must be a string, e.g. "none"; got a list',
             "kfdef.yaml:14:35 spec.applications[1].kustomizeConfig.parameters[2].value: "
-            "parameter \"enableMetrics\" must be boolean, got 'maybe'",
+            'parameter "enableMetrics" must be true or false; got "maybe"',
         ],
         id="overlays-and-parameters",
     ),

@@ -464,7 +464,7 @@ def test_parameters_carried_or_dropped(
     assert m.dropped is any(s[4] == "dropped" for s in settings)
 
 
-GCP = {"kind": "KfGcpPlugin", "metadata": {"name": "gcp"}, "spec": {"project": "p-1", "zone": "us-east1-b"}}
+GCP = {"kind": "KfGcpPlugin", "metadata": {"name": "gcp"}, "spec": {"project": "proj-1", "zone": "us-east1-b"}}
 GCP_AUTH = {**GCP, "spec": {**GCP["spec"], "auth": {"iap": {"oAuthClientId": "x"}}, "useBasicAuth": False}}
 AWS = {"kind": "KfAwsPlugin", "metadata": {"name": "aws"}, "spec": {"region": "us-west-2", "roles": ["r"]}}
 
@@ -476,7 +476,7 @@ PLATFORM_CASES: list[tuple[str, dict[str, Any], str, str, dict[str, Any] | None,
         {"plugins": [GCP]},
         "gcp",
         "plugin KfGcpPlugin",
-        {"cluster": "kf", "project": "p-1", "zone": "us-east1-b"},
+        {"cluster": "kf", "project": "proj-1", "zone": "us-east1-b"},
         [
             ("plugin KfGcpPlugin", "project", "carried", "gcp.project"),
             ("plugin KfGcpPlugin", "zone", "carried", "gcp.zone"),
@@ -489,7 +489,7 @@ PLATFORM_CASES: list[tuple[str, dict[str, Any], str, str, dict[str, Any] | None,
         {"plugins": [GCP_AUTH]},
         "gcp",
         "plugin KfGcpPlugin",
-        {"cluster": "kf", "project": "p-1", "zone": "us-east1-b"},
+        {"cluster": "kf", "project": "proj-1", "zone": "us-east1-b"},
         [
             ("plugin KfGcpPlugin", "project", "carried", "gcp.project"),
             ("plugin KfGcpPlugin", "zone", "carried", "gcp.zone"),
@@ -531,13 +531,27 @@ PLATFORM_CASES: list[tuple[str, dict[str, Any], str, str, dict[str, Any] | None,
         [("plugin KfOpenShiftPlugin", "KfOpenShiftPlugin", "dropped", "")],
         [],
     ),
+    (
+        # v1 took any text; what is not of the parameter's type is dropped (with the reason), not written to fail
+        "a plugin value not of its parameter's type is dropped",
+        {"plugins": [{**GCP, "spec": {**GCP["spec"], "project": "My Project"}}]},
+        "gcp",
+        "plugin KfGcpPlugin",
+        {"cluster": "kf", "zone": "us-east1-b"},
+        [
+            ("plugin KfGcpPlugin", "project", "dropped", "gcp"),
+            ("plugin KfGcpPlugin", "zone", "carried", "gcp.zone"),
+            ("metadata.name", "name", "carried", "gcp.cluster"),
+        ],
+        [],
+    ),
     ("a platform already set is kept", {"platform": "kind"}, "kind", "spec.platform", None, [], []),
     (
         "a platform already set takes its own plugin's spec; a second plugin is dropped",
         {"platform": "gcp", "plugins": [AWS, {**GCP, "spec": {**GCP["spec"], "cluster": "gke-1"}}]},
         "gcp",
         "spec.platform",
-        {"cluster": "gke-1", "project": "p-1", "zone": "us-east1-b"},
+        {"cluster": "gke-1", "project": "proj-1", "zone": "us-east1-b"},
         [
             ("plugin KfAwsPlugin", "KfAwsPlugin", "dropped", ""),
             ("plugin KfGcpPlugin", "project", "carried", "gcp.project"),

@@ -47,7 +47,7 @@ dependsOn: [common]
 platforms: [kind]
 parameters:
   - name: dbSecretRef
-    type: string
+    type: dns-subdomain
     default: db-secret
     description: An existing Secret to use instead of the generated db-secret.
     targets:
@@ -214,7 +214,7 @@ BAD_DECLARATIONS = [
     ),
     pytest.param(
         "secrets: [{name: s, parameter: nope, keys: {a: {length: 20}}}]",
-        "secrets[0].parameter: 'nope' must be a string parameter of this component whose default is 's'",
+        "secrets[0].parameter: 'nope' must be a dns-subdomain parameter of this component whose default is 's'",
         id="undeclared parameter",
     ),
     pytest.param(
@@ -240,8 +240,8 @@ def test_a_malformed_declaration_is_a_config_error_naming_the_field(
     [
         pytest.param(
             "Not_A_Name",
-            'parameter "dbSecretRef" names the Secret to use instead of the generated db-secret: it must be a '
-            "Secret's name (lowercase letters, digits, '-' and '.'), got 'Not_A_Name'",
+            "parameter \"dbSecretRef\" must be a DNS subdomain (lowercase letters, digits, '-' and '.', at most "
+            '253), e.g. "db-secret"; got "Not_A_Name"',
             id="not a Secret's name",
         ),
     ],

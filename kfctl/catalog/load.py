@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -24,13 +24,29 @@ from kfctl.catalog.model import (
     KubernetesRange,
     Overlay,
     ParameterSpec,
+    ParamType,
     Platform,
     SecretKey,
 )
+from kfctl.catalog.paramtypes import TEXT_FORMS, TYPE_NAMES
 from kfctl.errors import ConfigError
 
 PARTS = ("manifests", "overlays", "platforms")
-_PARAM_TYPES = ("string", "integer", "boolean")
+PARAMETER_KEYS = (
+    "name",
+    "type",
+    "default",
+    "description",
+    "required",
+    "targets",
+    "records",  # platforms only
+    "values",  # enum only
+    "minimum",  # integer only
+    "maximum",
+    "pattern",  # string only
+    "example",
+    "emptyMeans",
+)
 
 
 def catalog_root() -> Path:
@@ -84,9 +100,10 @@ def _parameters(data: dict[str, Any], path: Path, *, per_component: bool = False
         where = f"{path}: parameters[{i}]"
         if not isinstance(p, dict) or not isinstance(p.get("name"), str):
             raise ConfigError(f"{where}: needs a name")
-        ptype = p.get("type", "string")
-        if ptype not in _PARAM_TYPES:
-            raise ConfigError(f"{where}: type must be one of {', '.join(_PARAM_TYPES)}, got {ptype!r}")
+        where = f"{path}: parameter {p['name']}"
+        unknown = sorted(set(p) - set(PARAMETER_KEYS))
+        if unknown:
+            raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)}; known: {', '.join(PARAMETER_KEYS)}")
         raw_targets = p.get("targets") or ({} if per_component else [])
         targets: list[dict[str, Any]] = []
         by_component: dict[str, list[dict[str, Any]]] = {}
@@ -105,15 +122,57 @@ def _parameters(data: dict[str, Any], path: Path, *, per_component: bool = False
             targets = raw_targets
         out[p["name"]] = ParameterSpec(
             name=p["name"],
-            type=ptype,
             description=str(p.get("description", "")),
             default=p.get("default"),
             required=bool(p.get("required", False)) or (not per_component and "default" not in p),
             targets=targets,
             targets_by_component=by_component,
             read_by=read_by,
+            **_value_type(p, where),
         )
     return out
+
+
+def _value_type(p: dict[str, Any], where: str) -> dict[str, Any]:
+    """The fields that say what a parameter's values may be, as ParameterSpec keywords. Every parameter declares
+    its type; the other fields belong to one type each (values to enum, minimum and maximum to integer, pattern to
+    string), and a pattern comes with an example, because a message cannot show a regular expression alone."""
+    ptype = p.get("type")
+    if ptype is None:
+        raise ConfigError(f"{where}: needs a type, one of {', '.join(TYPE_NAMES)}")
+    if ptype not in TYPE_NAMES:
+        raise ConfigError(f"{where}: type must be one of {', '.join(TYPE_NAMES)}, got {ptype!r}")
+    owners = {"values": "enum", "minimum": "integer", "maximum": "integer", "pattern": "string"}
+    misplaced = [f"{key} (a field of {owner})" for key, owner in owners.items() if key in p and ptype != owner]
+    if misplaced:
+        raise ConfigError(f"{where}: type {ptype} takes no {', '.join(misplaced)}")
+    values = p.get("values")
+    if ptype == "enum" and (
+        not isinstance(values, list) or not values or not all(isinstance(v, str) and v for v in values)
+    ):
+        raise ConfigError(f"{where}: an enum needs values, a list of the names it takes")
+    bounds = {key: p.get(key) for key in ("minimum", "maximum")}
+    if any(b is not None and (isinstance(b, bool) or not isinstance(b, int)) for b in bounds.values()):
+        raise ConfigError(f"{where}: minimum and maximum must be integers")
+    pattern = p.get("pattern", "")
+    try:
+        re.compile(pattern)
+    except (re.error, TypeError) as e:
+        raise ConfigError(f"{where}: pattern is not a regular expression: {e}") from e
+    if pattern and not p.get("example"):
+        raise ConfigError(f"{where}: a pattern needs an example, a value that matches it")
+    empty_means = p.get("emptyMeans", "")
+    if empty_means and ptype not in TEXT_FORMS and not pattern:
+        raise ConfigError(f"{where}: emptyMeans is for a type whose values are text of one form")
+    return {
+        "type": cast(ParamType, ptype),
+        "values": tuple(values or ()),
+        "minimum": bounds["minimum"],
+        "maximum": bounds["maximum"],
+        "pattern": str(pattern),
+        "example": str(p.get("example", "")),
+        "empty_means": str(empty_means),
+    }
 
 
 def _component(d: Path) -> Component:
@@ -158,10 +217,10 @@ def _secrets(data: dict[str, Any], path: Path, parameters: dict[str, ParameterSp
         parameter = str(s.get("parameter") or "")
         if parameter:
             spec = parameters.get(parameter)
-            if spec is None or spec.type != "string" or spec.default != s["name"]:
+            if spec is None or spec.type != "dns-subdomain" or spec.default != s["name"]:
                 raise ConfigError(
-                    f"{where}.parameter: {parameter!r} must be a string parameter of this component whose default is "
-                    f"{s['name']!r} (the name the base YAML references)"
+                    f"{where}.parameter: {parameter!r} must be a dns-subdomain parameter of this component whose "
+                    f"default is {s['name']!r} (the name the base YAML references)"
                 )
             if not spec.targets and not s.get("fixedName"):
                 raise ConfigError(f"{where}.parameter: {parameter!r} has no targets to rewrite the references with")

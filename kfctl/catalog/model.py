@@ -12,7 +12,20 @@ from typing import Any, Literal
 from kfctl.errors import ConfigError
 from kfctl.ordering import DependencyCycle, check_acyclic
 
-ParamType = Literal["string", "integer", "boolean"]
+# The value types a parameter declares (kfctl.catalog.paramtypes checks values against them; docs/catalog.md).
+ParamType = Literal[
+    "string",
+    "integer",
+    "boolean",
+    "enum",
+    "quantity",
+    "duration",
+    "image",
+    "image-tag",
+    "registry",
+    "dns-subdomain",
+    "arn",
+]
 
 
 @dataclass(frozen=True)
@@ -30,6 +43,12 @@ class ParameterSpec:
     # Platform parameters: the components that read the value (its `targets`), as opposed to those that only
     # record it for people (its `records`, e.g. the kubeflow-platform ConfigMap). Only a reader makes it required.
     read_by: tuple[str, ...] = ()
+    values: tuple[str, ...] = ()  # an enum's values
+    minimum: int | None = None  # an integer's bounds, inclusive
+    maximum: int | None = None
+    pattern: str = ""  # a string's form, a regular expression the whole value must match
+    example: str = ""  # a valid value for messages, when the default is none (or is the empty value)
+    empty_means: str = ""  # a typed parameter that may be "": what the empty value does ("no gang scheduling")
 
     def required_for(self, components: Iterable[str]) -> bool:
         """Whether a value must be given when ``components`` are installed: a platform parameter only when one of
@@ -213,15 +232,11 @@ SECRET_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
 def secret_reference_problem(component: Component, parameter: str, value: Any) -> str | None:
     """What is wrong with ``value`` as the Secret a KfDef brings through ``parameter`` (None: nothing, or not
-    such a parameter): it must be a Secret's name, and the very name where upstream reads it by name."""
+    such a parameter): the very name where upstream reads it by name. (That it is a Secret's name at all is the
+    parameter's type, dns-subdomain, which the catalog loader requires of such a parameter.)"""
     secret = component.secret_for_parameter(parameter)
     if secret is None:
         return None
-    if not isinstance(value, str) or not SECRET_NAME.match(value):
-        return (
-            f'parameter "{parameter}" names the Secret to use instead of the generated {secret.name}: it must be '
-            f"a Secret's name (lowercase letters, digits, '-' and '.'), got {value!r}"
-        )
     if secret.fixed_name and value != secret.name:
         return (
             f'parameter "{parameter}" must be "{secret.name}", got {value!r}: {secret.fixed_name}; create your '

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from kfctl import yamlio
+from kfctl.catalog import paramtypes
 from kfctl.catalog.model import REMOVED_COMPONENTS, Catalog, ParameterSpec, secret_reference_problem
 from kfctl.config.located import Located, format_path, load_located
 from kfctl.config.located import Path as FieldPath
@@ -139,6 +140,11 @@ def _env_value(value: Any) -> str:
     if value is None:
         return ""
     return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _text(value: Any) -> str:
+    """A value to suggest a near name for: text only."""
+    return value if isinstance(value, str) else ""
 
 
 def _type_name(value: Any) -> str:
@@ -563,6 +569,7 @@ class _Validator:
         for overlay in overlays:
             declared.update(self.catalog.overlays[overlay].parameters)
         values: dict[str, Any] = {}
+        named: set[str] = set()  # given, if perhaps without a good value: that is said once, not again as "not set"
         for path, item in self.items(kc, "parameters", kpath):
             self.keys(item, PARAM_KEYS, path)
             pname = self.string(item, "name", path, required=True)
@@ -590,12 +597,14 @@ class _Validator:
                     known=True,
                 )
                 continue
+            named.add(pname)
             if "value" not in item:
                 self.p.add(path, f'parameter "{pname}" needs a value')
                 continue
-            ok, value = coerce(item["value"], spec, text=self.p.doc.plain_text.get((*path, "value")))
-            if not ok:
-                self.p.add((*path, "value"), f'parameter "{pname}" must be {spec.type}, got {item["value"]!r}')
+            value, mismatch = paramtypes.check(spec, item["value"], text=self.p.doc.plain_text.get((*path, "value")))
+            if mismatch:
+                message = f'parameter "{pname}" {mismatch}'
+                self.p.add((*path, "value"), message, choices=mismatch.choices, bad=_text(value))
                 continue
             problem = secret_reference_problem(self.catalog.components[component], pname, value) if component else None
             if problem:
@@ -603,7 +612,7 @@ class _Validator:
                 continue
             values[pname] = value
         for pname, spec in sorted(declared.items()):
-            if enabled and spec.required and pname not in values:
+            if enabled and spec.required and pname not in named:
                 self.p.add(kpath if kc else kpath[:-1], f'required parameter "{pname}" is not set ({spec.description})')
         return values
 
@@ -641,11 +650,11 @@ class _Validator:
         values: dict[str, Any] = {}
         for pname, pspec in sorted(spec.parameters.items()):
             if pname in given and given[pname] not in (None, ""):
-                ok, value = coerce(given[pname], pspec, text=self.p.doc.plain_text.get((*where, pname)))
-                if ok:
-                    values[pname] = value
+                value, mismatch = paramtypes.check(pspec, given[pname], text=self.p.doc.plain_text.get((*where, pname)))
+                if mismatch:
+                    self.p.add((*where, pname), str(mismatch), choices=mismatch.choices, bad=_text(value))
                 else:
-                    self.p.add((*where, pname), f"must be {pspec.type}, got {given[pname]!r}")
+                    values[pname] = value
             elif index is not None and (plugins[index].kind, pname) in V1_NAMED_AFTER_INSTALL and self.install_name:
                 # kfctl v1 made the GKE cluster itself, named after the install: its KfDefs never name it.
                 values[pname] = self.install_name
@@ -673,30 +682,3 @@ class _Validator:
             unused = sorted(set(plugin.spec) - set(parameters))
             if unused:
                 self.notes.append(f"{self.p.file}: plugin {plugin.kind}: not used by kfctl: {', '.join(unused)}")
-
-
-def coerce(value: Any, spec: ParameterSpec, *, text: str | None = None) -> tuple[bool, Any]:
-    """Accept a value of the declared type, or a string that spells one (KfDef values are often quoted).
-
-    ``text`` is the unquoted source of a scalar YAML did not read as a string: a string parameter takes
-    it as written (``1.10`` stays "1.10", ``yes`` stays "yes").
-    """
-    if spec.type == "integer":
-        if isinstance(value, bool):
-            return False, value
-        if isinstance(value, int):
-            return True, value
-        if isinstance(value, str) and re.fullmatch(r"-?[0-9]+", value.strip()):
-            return True, int(value)
-        return False, value
-    if spec.type == "boolean":
-        if isinstance(value, bool):
-            return True, value
-        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-            return True, value.strip().lower() == "true"
-        return False, value
-    if text is not None and isinstance(value, (int, float, bool)):
-        return True, text
-    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
-        return True, str(value)
-    return False, value

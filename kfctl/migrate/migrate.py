@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 import yaml
 
+from kfctl.catalog import paramtypes
 from kfctl.catalog.model import Catalog, with_dependencies
 from kfctl.config.model import API_GROUP, BUILTIN_REPO, SUPPORTED_VERSIONS
 from kfctl.errors import ConfigError
@@ -316,11 +317,11 @@ class _Applications:
         if rule is None:
             rule = legacy.Drop(f"{component} has no such parameter (`kfctl catalog {component}` lists them)")
         if isinstance(rule, legacy.Carry):
-            spec = comp.parameters[rule.parameter]
             if value is None:
                 return "dropped", component, "no value"
-            if self.coerced(component, rule.parameter, value) is None:
-                return "dropped", component, f"{component}.{rule.parameter} must be {spec.type}, got {value!r}"
+            _, mismatch = paramtypes.check(comp.parameters[rule.parameter], _text(value))
+            if mismatch:
+                return "dropped", component, f"{component}.{rule.parameter} {mismatch}"
             return "carried", f"{component}.{rule.parameter}", ""
         if isinstance(rule, legacy.Fixed):
             if _text(value) == rule.value:
@@ -330,13 +331,8 @@ class _Applications:
 
     def coerced(self, component: str, param: str, value: Any) -> Any:
         """The value as the catalog parameter's type (v1 values were params.env strings), None if it is not one."""
-        ptype = self.catalog.components[component].parameters[param].type
-        text = _text(value).strip()
-        if ptype == "boolean":
-            return {"true": True, "false": False}.get(text.lower())
-        if ptype == "integer":
-            return int(text) if text.lstrip("-").isdigit() else None
-        return _text(value)
+        typed, mismatch = paramtypes.check(self.catalog.components[component].parameters[param], _text(value))
+        return None if mismatch else typed
 
     def overlay(self, key: str, component: str, overlay: str) -> tuple[Outcome, str]:
         if overlay in self.catalog.overlays:
@@ -373,9 +369,13 @@ def _platform_parameters(
         for field, value in _mapping(plugin.get("spec")).items():
             # v1's GcpPluginSpec project and zone, AwsPluginSpec region: the catalog parameters of those names.
             param = field if field in plat.parameters else None
-            if param is not None and value not in (None, ""):
+            mismatch = paramtypes.check(plat.parameters[param], value)[1] if param and value not in (None, "") else None
+            if param is not None and value not in (None, "") and mismatch is None:
                 values[param] = value
                 settings.append(Setting(source, "plugin", field, _text(value), "carried", f"{platform}.{param}"))
+            elif mismatch is not None:
+                reason = f"{platform}.{param} {mismatch}"
+                settings.append(Setting(source, "plugin", field, _text(value), "dropped", platform, reason))
             else:
                 reason = legacy.PLUGIN_FIELD_REASONS.get(
                     field, f"a kfctl v1 {kind} setting with no equivalent in platform {platform}"
