@@ -39,3 +39,9 @@ def place_content_addressed(tree: Path, final: Path) -> None:
     except OSError:
         if not final.is_dir():
             raise
+
+
+def find_content_addressed(roots: tuple[Path, ...], name: str) -> Path | None:
+    """The directory ``name`` in the first of ``roots`` that has it: a content-addressed cache may be read from
+    several places (APPDIR's cache, then a private one a read-only command fills) and is the same in each."""
+    return next((root / name for root in roots if (root / name).is_dir()), None)

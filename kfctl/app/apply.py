@@ -104,7 +104,7 @@ def apply_kfdef(
     start = time.monotonic()
     if render:
         generate(kfdef, catalog)
-    bundle = load_bundle(kfdef, catalog)
+    bundle = load_bundle(kfdef, catalog, keep_parsed=True)
     plan = bundle.plan()
     cluster = open_cluster()
     cluster_id = identify(cluster)

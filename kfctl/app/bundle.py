@@ -78,9 +78,11 @@ class Bundle:
         return dataclasses.replace(self, secret_values=values)
 
 
-def load_bundle(kfdef: KfDef, catalog: Catalog, *, rendered: Path | None = None) -> Bundle:
+def load_bundle(kfdef: KfDef, catalog: Catalog, *, rendered: Path | None = None, keep_parsed: bool = False) -> Bundle:
     """Read APPDIR/rendered/<app>.yaml of every installed application (run generate first), or ``rendered``/<app>.yaml
-    (a private render, kfctl.app.generate.rendered_privately: nothing is cached in APPDIR then); external
+    (a private render, kfctl.app.generate.rendered_privately: nothing is cached in APPDIR then). APPDIR's parsed
+    copies (kfctl.app.rendered) are used, and a missing one is written only with ``keep_parsed`` (apply, which
+    writes APPDIR anyway): plan, diff, check and export write nothing into the app dir. External
     applications become checks of what the cluster provides. An object several applications render is kept
     once (in the first) when the copies are identical; copies that differ are a RenderError."""
     apps = kfdef.enabled_applications()
@@ -99,7 +101,7 @@ def load_bundle(kfdef: KfDef, catalog: Catalog, *, rendered: Path | None = None)
         if not path.is_file():
             raise UsageError(f"{path} does not exist", hint=f"run `kfctl generate {kfdef.app_dir}` first")
         cache = None if rendered is not None else kfdef.app_dir / PARSED_CACHE
-        out.append((app.name, tuple(read_objects(path, app=app.name, cache=cache))))
+        out.append((app.name, tuple(read_objects(path, app=app.name, cache=cache, keep=keep_parsed))))
         sources[app.name] = str(path)
         wanted = list(app.depends_on)
         if app.component and app.component in catalog.components:

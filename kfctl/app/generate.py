@@ -93,41 +93,42 @@ def generate(
     k = find()
     app_dir = kfdef.app_dir
     apps = kfdef.installed_applications()
-    repos, resolver = _sources(kfdef, offline=offline, refresh=refresh, mirrors=mirrors)
-    lock_written = False
-    try:
-        # --check writes nothing into APPDIR (a CI checkout may be read-only); a real run renders next to
-        # the output so that the final renames stay on one file system.
-        tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=None if check else app_dir))
-    except OSError as e:
-        raise _cannot_write(app_dir, e) from e
-    try:
-        count, fallbacks = _render_all(
-            kfdef, catalog, apps, k, tmp, jobs=jobs, sources=repos.paths, use_cache=not check, resolver=resolver
-        )
-        _record_remote(repos, resolver)
-        vendored_files, vendored_bytes = measure(tmp / "vendor")
-        changed = _differences(tmp, app_dir)
-        removed = sorted(p for p in changed if not (tmp / p).exists() and not (tmp / p).is_symlink())
-        if check and repos.lock_stale():
-            changed.append(repos.lock_file.name)  # beside the KfDef, so in APPDIR
-        if check:
-            if changed:
-                raise StaleOutputError(
-                    f"{app_dir}: generated output is stale ({len(changed)} file(s) differ from a fresh render)",
-                    details=list(changed),
-                    hint=f"run `kfctl generate {app_dir}` and commit the result",
-                )
-        else:
-            _swap_in(tmp, app_dir)
-            lock_written = repos.write_lock()
-    except kustomize.KustomizeFailed as e:
-        _keep_failed(e, tmp)
-        raise
-    except OSError as e:
-        raise _cannot_write(app_dir, e) from e
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    with _fetches(private=check) as fill:
+        repos, resolver = _sources(kfdef, offline=offline, refresh=refresh, mirrors=mirrors, fill=fill)
+        lock_written = False
+        try:
+            # --check writes nothing into APPDIR (a CI checkout may be read-only); a real run renders next to
+            # the output so that the final renames stay on one file system.
+            tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=None if check else app_dir))
+        except OSError as e:
+            raise _cannot_write(app_dir, e) from e
+        try:
+            count, fallbacks = _render_all(
+                kfdef, catalog, apps, k, tmp, jobs=jobs, sources=repos.paths, use_cache=not check, resolver=resolver
+            )
+            _record_remote(repos, resolver)
+            vendored_files, vendored_bytes = measure(tmp / "vendor")
+            changed = _differences(tmp, app_dir)
+            removed = sorted(p for p in changed if not (tmp / p).exists() and not (tmp / p).is_symlink())
+            if check and repos.lock_stale():
+                changed.append(repos.lock_file.name)  # beside the KfDef, so in APPDIR
+            if check:
+                if changed:
+                    raise StaleOutputError(
+                        f"{app_dir}: generated output is stale ({len(changed)} file(s) differ from a fresh render)",
+                        details=list(changed),
+                        hint=f"run `kfctl generate {app_dir}` and commit the result",
+                    )
+            else:
+                _swap_in(tmp, app_dir)
+                lock_written = repos.write_lock()
+        except kustomize.KustomizeFailed as e:
+            _keep_failed(e, tmp)
+            raise
+        except OSError as e:
+            raise _cannot_write(app_dir, e) from e
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     return GenerateResult(
         app_dir=app_dir,
         applications=tuple(a.name for a in apps),
@@ -154,35 +155,56 @@ def rendered_privately(
     """Render every application into a temporary directory outside APPDIR and yield its ``rendered/``, for the
     commands that only read (plan, diff, check --pre): they show what the KfDef means now and write nothing
     into the app directory (a CI checkout may be read-only; ``-f /dev/stdin`` has no directory of its own).
-    Repos and remote bases come from the cache and the lock, as for generate; a cache miss still fills it."""
-    repos, resolver = _sources(kfdef, offline=False, refresh=False, mirrors=())
-    tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX))
+    Repos and remote bases come from APPDIR's cache and the lock, as for generate; what the cache lacks is
+    fetched into a private directory (see :func:`_fetches`), not into the cache."""
+    with _fetches(private=True) as fill:
+        repos, resolver = _sources(kfdef, offline=False, refresh=False, mirrors=(), fill=fill)
+        tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX))
+        try:
+            _render_all(
+                kfdef,
+                catalog,
+                kfdef.installed_applications(),
+                find(),
+                tmp,
+                jobs=None,
+                sources=repos.paths,
+                use_cache=False,
+                resolver=resolver,
+            )
+            yield tmp / "rendered"
+        except kustomize.KustomizeFailed as e:
+            _keep_failed(e, tmp)
+            raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextmanager
+def _fetches(*, private: bool) -> Iterator[Path | None]:
+    """Where a fetch puts a repo or remote base APPDIR's cache lacks: that cache (None), or, for a command that
+    only reads (plan, diff, check --pre, generate --check), a temporary directory outside APPDIR, removed
+    afterwards. A CI checkout has no .cache/ (it is git-ignored) and may be read-only; the read must still work
+    and leave the app dir as it was."""
+    if not private:
+        yield None
+        return
+    fill = Path(tempfile.mkdtemp(prefix=TMP_PREFIX + "fetched-"))
     try:
-        _render_all(
-            kfdef,
-            catalog,
-            kfdef.installed_applications(),
-            find(),
-            tmp,
-            jobs=None,
-            sources=repos.paths,
-            use_cache=False,
-            resolver=resolver,
-        )
-        yield tmp / "rendered"
-    except kustomize.KustomizeFailed as e:
-        _keep_failed(e, tmp)
-        raise
+        yield fill
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(fill, ignore_errors=True)
 
 
 def _sources(
-    kfdef: KfDef, *, offline: bool, refresh: bool, mirrors: tuple[Mirror, ...]
+    kfdef: KfDef, *, offline: bool, refresh: bool, mirrors: tuple[Mirror, ...], fill: Path | None = None
 ) -> tuple[Resolution, RemoteResolver]:
-    """The KfDef's repos, resolved, and the resolver of their remote bases (``mirrors`` before spec.mirrors)."""
+    """The KfDef's repos, resolved, and the resolver of their remote bases (``mirrors`` before spec.mirrors);
+    ``fill``: where to fetch what APPDIR's cache lacks (None: into that cache)."""
     all_mirrors = Mirrors.of(mirrors, kfdef.mirrors)
-    repos = resolve_repos(kfdef, offline=offline, refresh=refresh, mirrors=all_mirrors)
+    repos = resolve_repos(
+        kfdef, offline=offline, refresh=refresh, mirrors=all_mirrors, fill=None if fill is None else fill / "repos"
+    )
     resolver = RemoteResolver(
         kfdef.app_dir.joinpath(*REMOTE_CACHE),
         locked=repos.locked_remote,
@@ -190,6 +212,7 @@ def _sources(
         offline=offline,
         refresh=refresh,
         lock_name=lock_path(kfdef.path).name,
+        fill=None if fill is None else fill / "remote",
     )
     return repos, resolver
 

@@ -24,9 +24,10 @@ CACHE_DIR = Path(".cache") / "rendered"
 FORMAT = 1  # bump when parse_stream's result for the same text changes
 
 
-def read_objects(path: Path, *, app: str, cache: Path | None) -> list[Obj]:
+def read_objects(path: Path, *, app: str, cache: Path | None, keep: bool = True) -> list[Obj]:
     """The objects of rendered file ``path`` of application ``app``, as ``parse_stream`` gives them; ``cache``:
-    the directory of parsed copies (None: parse every time)."""
+    the directory of parsed copies (None: parse every time), where a missing copy is written only with ``keep``
+    (a command that only reads uses the copies but writes none)."""
     text = path.read_text(encoding="utf-8")
     key = _digest(text)
     if cache is not None:
@@ -34,7 +35,7 @@ def read_objects(path: Path, *, app: str, cache: Path | None) -> list[Obj]:
         if hit is not None:
             return hit
     objects = parse_stream(text, source=str(path))
-    if cache is not None:
+    if cache is not None and keep:
         remember(cache, app=app, text=text, objects=objects)
     return objects
 

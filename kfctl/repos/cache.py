@@ -8,7 +8,8 @@ directory exists needs neither network nor git. ``offline`` forbids both (a cach
 that says how to fill the cache); ``refresh`` ignores the lock and resolves everything again.
 
 This module never writes the KfDef, writes nothing outside the cache except the lock file (only from
-:meth:`Resolution.write_lock`), and runs git only through :mod:`kfctl.render.git`.
+:meth:`Resolution.write_lock`), and runs git only through :mod:`kfctl.render.git`. A command that only reads
+passes ``fill``: it reads APPDIR's cache and fetches what is missing into that private directory instead.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from urllib.parse import unquote, urlsplit
 
 from kfctl.config.model import KfDef, Repo
 from kfctl.errors import ConfigError, RenderError
-from kfctl.fsutil import place_content_addressed
+from kfctl.fsutil import find_content_addressed, place_content_addressed
 from kfctl.render import git
 from kfctl.repos.archive import check_links, extract
 from kfctl.repos.download import fetch_archive
@@ -76,10 +77,17 @@ def used_repos(kfdef: KfDef) -> list[Repo]:
 
 
 def resolve_repos(
-    kfdef: KfDef, *, offline: bool = False, refresh: bool = False, mirrors: Mirrors | None = None
+    kfdef: KfDef,
+    *,
+    offline: bool = False,
+    refresh: bool = False,
+    mirrors: Mirrors | None = None,
+    fill: Path | None = None,
 ) -> Resolution:
     """Resolve every used repo; ConfigError/RenderError naming the repo when one cannot be had. ``mirrors``
-    say where a remote repo's bytes come from; the lock records its own uri either way."""
+    say where a remote repo's bytes come from; the lock records its own uri either way. ``fill``: where a fetch
+    puts what APPDIR's cache lacks, instead of that cache (a command that only reads passes a private directory,
+    so that it writes nothing into the app dir)."""
     lock_file = lock_path(kfdef.path)
     lock = read_lock_file(lock_file)
     locked = {} if refresh else lock.repos
@@ -92,10 +100,9 @@ def resolve_repos(
     used = used_repos(kfdef)
     for repo in used:
         source = classify(repo, kfdef.app_dir, kfdef_path=kfdef.path)
-        app_paths = [a.path for a in kfdef.installed_applications() if a.repo.name == repo.name]
-        path, entry = _resolve(
-            source, locked.get(repo.name), cache_root(kfdef), offline=offline, result=result, app_paths=app_paths
-        )
+        paths = [a.path for a in kfdef.installed_applications() if a.repo.name == repo.name]
+        roots = (cache_root(kfdef),) if fill is None else (cache_root(kfdef), fill)
+        path, entry = _resolve(source, locked.get(repo.name), roots, offline=offline, result=result, app_paths=paths)
         result.paths[repo.name] = path
         if entry is not None:
             result.entries[repo.name] = entry
@@ -114,20 +121,33 @@ def resolve_repos(
 
 
 def _resolve(
-    source: Source, locked: LockEntry | None, root: Path, *, offline: bool, result: Resolution, app_paths: list[str]
+    source: Source,
+    locked: LockEntry | None,
+    roots: tuple[Path, ...],
+    *,
+    offline: bool,
+    result: Resolution,
+    app_paths: list[str],
 ) -> tuple[Path, LockEntry | None]:
+    """``roots``: the cache directories looked in, in order; a fetch fills the last."""
     if source.kind == "directory":
         path = Path(source.location)
         if not path.is_dir():
             raise ConfigError(f"{source.where}: directory {path} does not exist")
         return path, None
     if source.kind == "archive":
-        return _archive(source, locked, root, offline=offline, result=result, app_paths=app_paths)
-    return _git(source, locked, root, offline=offline, result=result)
+        return _archive(source, locked, roots, offline=offline, result=result, app_paths=app_paths)
+    return _git(source, locked, roots, offline=offline, result=result)
 
 
 def _archive(
-    source: Source, locked: LockEntry | None, root: Path, *, offline: bool, result: Resolution, app_paths: list[str]
+    source: Source,
+    locked: LockEntry | None,
+    roots: tuple[Path, ...],
+    *,
+    offline: bool,
+    result: Resolution,
+    app_paths: list[str],
 ) -> tuple[Path, LockEntry]:
     repo = source.repo
     match = (
@@ -140,12 +160,13 @@ def _archive(
     )
     expected = repo.sha256 or (match.sha256 if match else None)
     if expected is not None:
-        cached = root / f"{repo.name}-{expected[:16]}"
-        if cached.is_dir():
+        cached = find_content_addressed(roots, f"{repo.name}-{expected[:16]}")
+        if cached is not None:
             entry = LockEntry(name=repo.name, uri=repo.uri, kind="archive", sha256=expected)
             return _archive_root(cached, app_paths, what=source.where), entry
     if offline and not source.local:
         raise _offline_miss(source, locked, match is not None or repo.sha256 is not None)
+    root = roots[-1]
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{repo.name}-", dir=root))
     try:
@@ -179,7 +200,7 @@ def _archive(
 
 
 def _git(
-    source: Source, locked: LockEntry | None, root: Path, *, offline: bool, result: Resolution
+    source: Source, locked: LockEntry | None, roots: tuple[Path, ...], *, offline: bool, result: Resolution
 ) -> tuple[Path, LockEntry]:
     repo = source.repo
     ref = repo.ref or "HEAD"
@@ -190,11 +211,12 @@ def _git(
     )
     commit = match.commit if match else (ref if git.is_full_commit(ref) else None)
     if commit is not None:
-        cached = root / f"{repo.name}-{commit[:16]}"
-        if cached.is_dir():
+        cached = find_content_addressed(roots, f"{repo.name}-{commit[:16]}")
+        if cached is not None:
             return cached, LockEntry(name=repo.name, uri=repo.uri, kind="git", ref=repo.ref, commit=commit)
     if offline:
         raise _offline_miss(source, locked, commit is not None)
+    root = roots[-1]
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{repo.name}-", dir=root))
     try:

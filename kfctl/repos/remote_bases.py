@@ -10,7 +10,8 @@ silent re-pin (``--refresh`` re-resolves and reports what changed). ``offline`` 
 
 A fetched tree is held to the limits of a repo archive (file count, total size, no symlink leading out);
 git trees hold no absolute paths or devices by construction. This module writes only under its cache
-directory, and runs git only through :mod:`kfctl.render.git`.
+directory (or under ``fill``, where a command that only reads has what the cache lacks fetched), and runs git
+only through :mod:`kfctl.render.git`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
 from kfctl.errors import ConfigError, KfctlError, RenderError
-from kfctl.fsutil import place_content_addressed
+from kfctl.fsutil import find_content_addressed, place_content_addressed
 from kfctl.render import git
 from kfctl.repos.archive import check_links, check_tree_limits
 from kfctl.repos.download import fetch_archive
@@ -96,6 +97,12 @@ class RemoteResolver:
     repinned: list[str] = field(default_factory=list)
     fetched: list[str] = field(default_factory=list)
     _git: dict[tuple[str, str | None], tuple[str, Path]] = field(default_factory=dict)  # (repo, ref) -> commit, tree
+    # Where a fetch puts what ``cache`` lacks (None: ``cache``): a private directory for a command that only reads.
+    fill: Path | None = None
+
+    @property
+    def _roots(self) -> tuple[Path, ...]:
+        return (self.cache,) if self.fill is None else (self.cache, self.fill)
 
     def resolve(self, spec: RemoteSpec, *, where: str) -> Fetched:
         entry, tree, start = self._git_base(spec, where) if spec.kind == "git" else self._file(spec, where)
@@ -136,14 +143,15 @@ class RemoteResolver:
             pinned = spec.ref
         name = spec.slug.replace("/", "_")
         if pinned is not None:
-            cached = self.cache / f"git-{name}-{pinned[:16]}"
-            if cached.is_dir():
+            cached = find_content_addressed(self._roots, f"git-{name}-{pinned[:16]}")
+            if cached is not None:
                 return pinned, cached
         if self.offline:
             raise self._offline_miss(spec, where, pinned=pinned is not None)
         mapped = self.mirrors.map(spec.repo)
-        self.cache.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".tmp-git-", dir=self.cache))
+        store = self._roots[-1]
+        store.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".tmp-git-", dir=store))
         try:
             tree = tmp / "tree"
             ask = spec.ref if spec.ref is not None else "HEAD"
@@ -165,7 +173,7 @@ class RemoteResolver:
             except ConfigError as e:
                 raise ConfigError(e.message, hint=LINK_HINT) from e
             check_tree_limits(tree, what=f"{where}: remote base {spec.url}")
-            final = self.cache / f"git-{name}-{got[:16]}"
+            final = store / f"git-{name}-{got[:16]}"
             place_content_addressed(tree, final)
             self.fetched.append(f"{spec.repo}@{spec.ref or 'HEAD'}")
             self._note_repin(spec, got)
@@ -188,16 +196,17 @@ class RemoteResolver:
         old = self.locked.get(spec.url)
         pinned = old if old is not None and old.kind == "file" and not self.refresh else None
         if pinned is not None:
-            cached = self.cache / f"file-{pinned.digest[:16]}"
-            if cached.is_dir():
+            cached = find_content_addressed(self._roots, f"file-{pinned.digest[:16]}")
+            if cached is not None:
                 return pinned, cached, PurePosixPath()
         if self.offline:
             raise self._offline_miss(spec, where, pinned=pinned is not None)
         mapped = self.mirrors.map(spec.repo)
         local = mapped.local
         location = unquote(urlsplit(mapped.location).path) if mapped.location.startswith("file://") else mapped.location
-        self.cache.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".tmp-file-", dir=self.cache))
+        store = self._roots[-1]
+        store.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".tmp-file-", dir=store))
         try:
             tree = tmp / "tree"
             tree.mkdir()
@@ -222,7 +231,7 @@ class RemoteResolver:
             (tree / "kustomization.yaml").write_text(
                 f"# Written by kfctl: {spec.url}, vendored (sha256 {sha}).\nresources:\n- {name}\n", encoding="utf-8"
             )
-            final = self.cache / f"file-{sha[:16]}"
+            final = store / f"file-{sha[:16]}"
             place_content_addressed(tree, final)
             self.fetched.append(spec.url)
             return RemoteEntry(url=spec.url, kind="file", sha256=sha, size=size), final, PurePosixPath()
