@@ -95,6 +95,13 @@ class LockedError(KfctlError):
     kind = "locked"
 
 
+class CancelledError(KfctlError):
+    """The user answered no to a confirmation (``kfctl delete`` on a terminal); nothing was changed."""
+
+    exit_code = 1
+    kind = "cancelled"
+
+
 class InterruptedError_(KfctlError):
     """The user pressed Ctrl-C; state in the cluster is left consistent (the inventory is a superset)."""
 

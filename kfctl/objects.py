@@ -41,8 +41,12 @@ def group_of(api_version: str) -> str:
 def identity(obj: Mapping[str, Any]) -> dict[str, str]:
     """What names an object for a program (``-o json``): group, version, kind, namespace ("" when cluster-scoped)
     and name, each its own field, so no reader parses kfctl's ``Kind.group namespace/name`` display."""
-    key = key_of(obj)
-    version = str(obj.get("apiVersion", "")).rsplit("/", 1)[-1]
+    return key_fields(key_of(obj), str(obj.get("apiVersion", "")))
+
+
+def key_fields(key: ObjectKey, api_version: str) -> dict[str, str]:
+    """:func:`identity` of the object ``key`` names, served at ``api_version`` ("" when unknown)."""
+    version = api_version.rsplit("/", 1)[-1]
     return {"group": key.group, "version": version, "kind": key.kind, "namespace": key.namespace, "name": key.name}
 
 

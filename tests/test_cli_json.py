@@ -52,3 +52,41 @@ def test_every_json_document_has_a_schema_version(
     docs = documents(out if code == 0 else err)
     assert [d["schemaVersion"] for d in docs] == [SCHEMA_VERSION] * len(docs)
     assert first in docs[0], sorted(docs[0])
+
+
+# A usage error reads as every other error, in one style, and obeys -o json even when click stopped parsing
+# before it reached -o. argv → the start of the message (after "Error (usage error): "); exit code 2 for all.
+USAGE_ROWS = [
+    pytest.param(["genrate"], 'unknown command "genrate" (did you mean "generate"?)', id="unknown-command"),
+    pytest.param(["generate", "--nope"], "No such option '--nope'.", id="unknown-option"),
+    pytest.param(["apply", "x", "--dry-run=maybe"], "--dry-run=maybe: choose --dry-run=server", id="dry-run-value"),
+    pytest.param(
+        ["delete", "x", "--dry-run=client"], "delete --dry-run=client: what delete removes", id="delete-client"
+    ),
+    pytest.param(["init", "{tmp}/a", "-p", "kinda"], 'unknown platform "kinda" (did you mean "kind"?)', id="platform"),
+    pytest.param(
+        ["init", "{tmp}/a", "-p", "kind", "-c", "katbi"],
+        '--components: unknown component "katbi" (did you mean "katib"?)',
+        id="component",
+    ),
+    pytest.param(["plan", "--objects"], "--objects chooses what -o dot or -o mermaid draws", id="plan-objects"),
+]
+
+
+@pytest.mark.parametrize(("argv", "message"), USAGE_ROWS)
+def test_usage_errors_are_errors_like_the_others(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[str], message: str
+) -> None:
+    args = [a.format(tmp=tmp_path) for a in argv]
+    assert main(args) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith(f"Error (usage error): {message}"), err
+    assert main([*args, "-o", "json"]) == 2
+    record = json.loads(capsys.readouterr().err)
+    assert (record["schemaVersion"], record["error"]["kind"], record["error"]["exitCode"]) == (
+        SCHEMA_VERSION,
+        "usage error",
+        2,
+    )
+    assert record["error"]["message"].startswith(message)

@@ -5,6 +5,7 @@ recorded at apply time, in APPDIR/.cache/cluster.json and in the inventory) unle
 stay unless storage deletion is asked for, and so do the namespaces holding them; a namespace holding objects
 kfctl did not apply (a user's, another kfctl app's) stays unless forced, naming them; objects kfctl adopted
 rather than created stay unless asked for. Like apply, it holds the install's lock while it runs.
+:func:`preview_delete` (``--dry-run``) applies the same rules to the objects as they are and writes nothing.
 """
 
 from __future__ import annotations
@@ -14,16 +15,18 @@ from collections import Counter
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 from kfctl.app.cluster import ClusterRecord, identify, talking_to
 from kfctl.config.model import KfDef
 from kfctl.engine import inventory
-from kfctl.engine.events import Event, Reporter
+from kfctl.engine.events import Event, EventLog, Reporter
+from kfctl.engine.inventory import Inventory, Member
 from kfctl.engine.lease import Held, install_lock
-from kfctl.engine.remove import RemoveOptions, remove
+from kfctl.engine.remove import RemoveOptions, removal_order, remove
 from kfctl.errors import ApiDeniedError, ClusterError, HealthError, KfctlError
-from kfctl.k8s.api import Cluster
+from kfctl.k8s.api import Cluster, NoKindMatch
+from kfctl.objects import ObjectKey, key_fields
 from kfctl.plan.graph import application_id
 
 
@@ -117,32 +120,17 @@ def _delete_locked(
     delete_adopted: bool,
 ) -> DeleteSummary:
     summary = DeleteSummary()
-    inv = inventory.read(cluster, name=inventory.parent_name(kfdef.name), namespace=kfdef.namespace)
-    record = ClusterRecord.load(kfdef.app_dir)
-    recorded = [r for r in ((record.cluster_id if record else ""), (inv.cluster_id if inv else "")) if r]
-    if not force and any(r != cluster_id for r in recorded):
-        was = f" (server {record.server}, context {record.context})" if record else ""
-        raise ClusterError(
-            f"refusing to delete: {kfdef.app_dir} was applied to another cluster{was}; "
-            f"this is {cluster.info.describe()}",
-            details=[f"recorded cluster id {recorded[0]}, this cluster's id {cluster_id} (kube-system UID)"],
-            hint="point --kubeconfig/--context at the cluster you applied to, or pass --force",
-        )
+    inv = _inventory_of_this_cluster(kfdef, cluster, cluster_id, force=force)
     if inv is None:
         summary.seconds = time.monotonic() - start
         summary.requests = cluster.stats.as_dict()
         return summary
     summary.found = True
-    options = RemoveOptions(
-        namespaces=True,
-        crds=True,
-        storage=delete_storage,
-        wait_timeout=wait_timeout,
-        storage_flag="--delete-storage",
+    options = delete_options(
+        delete_storage=delete_storage,
         force_namespaces=force_namespaces,
-        adopted=delete_adopted,
-        adopted_flag="--delete-adopted",
-        release_kept=True,
+        delete_adopted=delete_adopted,
+        wait_timeout=wait_timeout,
     )
     for app, n in Counter(m.application for m in inv.members.values()).items():
         reporter(Event("Planned", application_id(app), f"{n} objects", app=app, count=n))
@@ -183,3 +171,123 @@ def _delete_locked(
     summary.seconds = time.monotonic() - start
     summary.requests = cluster.stats.as_dict()
     return summary
+
+
+def delete_options(
+    *, delete_storage: bool, force_namespaces: bool, delete_adopted: bool, wait_timeout: float, dry_run: bool = False
+) -> RemoveOptions:
+    """What `kfctl delete` removes: everything it applied, namespaces and CRDs too; storage, namespaces holding
+    others' objects and adopted objects only when asked; what it keeps is released."""
+    return RemoveOptions(
+        namespaces=True,
+        crds=True,
+        storage=delete_storage,
+        wait_timeout=wait_timeout,
+        storage_flag="--delete-storage",
+        force_namespaces=force_namespaces,
+        adopted=delete_adopted,
+        adopted_flag="--delete-adopted",
+        release_kept=True,
+        dry_run=dry_run,
+    )
+
+
+def _inventory_of_this_cluster(kfdef: KfDef, cluster: Cluster, cluster_id: str, *, force: bool) -> Inventory | None:
+    """The install's inventory (None when there is none); ClusterError when APPDIR was applied to another
+    cluster, unless forced."""
+    inv = inventory.read(cluster, name=inventory.parent_name(kfdef.name), namespace=kfdef.namespace)
+    record = ClusterRecord.load(kfdef.app_dir)
+    recorded = [r for r in ((record.cluster_id if record else ""), (inv.cluster_id if inv else "")) if r]
+    if not force and any(r != cluster_id for r in recorded):
+        was = f" (server {record.server}, context {record.context})" if record else ""
+        raise ClusterError(
+            f"refusing to delete: {kfdef.app_dir} was applied to another cluster{was}; "
+            f"this is {cluster.info.describe()}",
+            details=[f"recorded cluster id {recorded[0]}, this cluster's id {cluster_id} (kube-system UID)"],
+            hint="point --kubeconfig/--context at the cluster you applied to, or pass --force",
+        )
+    return inv
+
+
+DeleteVerdict = Literal["delete", "keep", "skip", "error"]
+
+
+@dataclass(frozen=True)
+class PreviewedObject:
+    member: Member
+    verdict: DeleteVerdict
+    reason: str  # why it is kept or skipped; "" for one that would be deleted
+    api_version: str  # as the cluster serves its kind ("" when it serves it no more)
+
+    def as_dict(self) -> dict[str, Any]:
+        key = self.member.key
+        out = {"subject": str(key), "object": key_fields(key, self.api_version), "application": self.member.application}
+        return out | {"verdict": self.verdict} | ({"reason": self.reason} if self.reason else {})
+
+
+@dataclass
+class DeletePreview:
+    """What `kfctl delete --dry-run` found: each recorded object's verdict, in the order delete would go."""
+
+    found: bool = False
+    objects: list[PreviewedObject] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        seen = Counter(o.verdict for o in self.objects)
+        return {v: seen[v] for v in get_args(DeleteVerdict)}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "dryRun": True,
+            "found": self.found,
+            "objects": [o.as_dict() for o in self.objects],
+            "summary": self.counts(),
+        }
+
+
+def preview_delete(
+    kfdef: KfDef,
+    *,
+    open_cluster: Callable[[], Cluster],
+    delete_storage: bool,
+    force: bool,
+    force_namespaces: bool = False,
+    delete_adopted: bool = False,
+    wait_timeout: float = 30.0,
+) -> DeletePreview:
+    """What delete would remove, keep and skip, by delete's own rules applied to the objects as they are now.
+    Reads only: no delete, no release, no lock, no inventory write."""
+    cluster = open_cluster()
+    cluster_id = identify(cluster)
+    with talking_to(cluster, "reading what delete would remove"):
+        inv = _inventory_of_this_cluster(kfdef, cluster, cluster_id, force=force)
+        if inv is None:
+            return DeletePreview()
+        options = delete_options(
+            delete_storage=delete_storage,
+            force_namespaces=force_namespaces,
+            delete_adopted=delete_adopted,
+            wait_timeout=wait_timeout,  # bounds the retries of a read failing transiently
+            dry_run=True,
+        )
+        result = remove(
+            cluster, inv.members.values(), applyset_id=inv.id, reporter=EventLog(), options=options, verb="Deleted"
+        )
+        why: dict[ObjectKey, tuple[DeleteVerdict, str]] = {k: ("delete", "") for k in result.planned}
+        why |= {k: ("keep", reason) for k, reason in result.kept}
+        why |= {k: ("skip", reason) for k, reason in result.skipped}
+        why |= {k: ("error", reason) for k, reason in result.failed}
+        return DeletePreview(
+            found=True,
+            objects=[
+                PreviewedObject(m, *why[m.key], _served_version(cluster, m.key))
+                for m in removal_order(inv.members.values())
+            ],
+        )
+
+
+def _served_version(cluster: Cluster, key: ObjectKey) -> str:
+    try:
+        return cluster.resource_for_key(key).api_version
+    except NoKindMatch:
+        return ""

@@ -13,7 +13,7 @@ from pathlib import Path
 from kfctl.catalog.model import REMOVED_COMPONENTS, Catalog, first_sentence, with_dependencies
 from kfctl.config.loader import did_you_mean
 from kfctl.config.model import BUILTIN_REPO, DNS_LABEL, DNS_LABEL_RULE
-from kfctl.errors import ConfigError, UsageError
+from kfctl.errors import UsageError
 from kfctl.fsutil import write_atomic
 
 KFDEF_FILE = "kfdef.yaml"
@@ -52,8 +52,8 @@ def resolve_components(catalog: Catalog, *, platform: str, requested: list[str] 
         comp = catalog.components.get(name)
         if comp and comp.platforms and platform not in comp.platforms:
             problems.append(f'component "{name}" does not support platform "{platform}"')
-    if problems:
-        raise ConfigError(
+    if problems:  # a word of the command line, as a bad --platform is: a usage error (exit 2)
+        raise UsageError(
             "--components: " + problems[0] if len(problems) == 1 else "--components has problems",
             details=problems if len(problems) > 1 else [],
         )

@@ -11,7 +11,7 @@ from kfctl.app.cluster import open_cluster
 from kfctl.app.dry_run import VERDICTS, DryRunReport, Verdict, dry_run_apply
 from kfctl.app.plan import plan_as_dict, plan_kfdef
 from kfctl.catalog.load import load_catalog
-from kfctl.cli.options import detailed_exitcode_option, get_options, global_options
+from kfctl.cli.options import detailed_exitcode_option, dry_run_option, get_options, global_options
 from kfctl.cli.output import columns, document, emit, machine_readable
 from kfctl.cli.progress import Duration, EventRenderer, lock_timeout_option
 from kfctl.cli.target import kfdef_target, resolve_kfdef
@@ -57,14 +57,7 @@ from kfctl.plan.text import format_summary
 )
 @click.option("--prune-adopted", is_flag=True, help="Also prune objects kfctl adopted rather than created.")
 @click.option("--skip-generate", is_flag=True, help="Apply APPDIR/rendered as it is, without rendering first.")
-@click.option(
-    "--dry-run",
-    "dry_run",
-    flag_value="server",
-    default="none",
-    help="Server-side dry run of every write (=server; =client: the plan, no cluster). Nothing persisted.",
-)
-@click.option("--dry-run-client", "dry_run", flag_value="client", hidden=True)
+@dry_run_option("Server-side dry run of every write (=server; =client: the plan, no cluster). Nothing persisted.")
 @lock_timeout_option
 @detailed_exitcode_option
 @global_options

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import functools
+import sys
 from pathlib import Path
 
 import click
 
 from kfctl.app.cluster import open_cluster
-from kfctl.app.delete import delete_kfdef
-from kfctl.cli.options import get_options, global_options
+from kfctl.app.delete import DeletePreview, delete_kfdef, preview_delete
+from kfctl.cli.options import dry_run_option, get_options, global_options
 from kfctl.cli.output import document, emit, machine_readable
 from kfctl.cli.progress import Duration, EventRenderer, lock_timeout_option
 from kfctl.cli.target import kfdef_target, resolve_kfdef
+from kfctl.config.model import KfDef
+from kfctl.errors import CancelledError, UsageError
 
 
 @click.command()
@@ -39,6 +43,8 @@ from kfctl.cli.target import kfdef_target, resolve_kfdef
     show_default=True,
     help="Limit for each phase's objects to be gone.",
 )
+@dry_run_option("Say what would be deleted, kept and skipped, by delete's own rules; delete nothing (=server).")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation (asked only when stdin is a terminal).")
 @lock_timeout_option
 @global_options
 def delete(
@@ -49,6 +55,8 @@ def delete(
     force_namespaces: bool,
     delete_adopted: bool,
     wait_timeout: float,
+    dry_run: str,
+    yes: bool,
     lock_timeout: float,
 ) -> None:
     """Uninstall everything kfctl applied for this KfDef, in reverse dependency order.
@@ -61,13 +69,45 @@ def delete(
     rather than created (apply --adopt: a Helm release's, a namespace that existed before) stay
     unless --delete-adopted. Only objects still carrying kfctl's label and UID are touched.
 
+    On a terminal it first says how many objects it would delete and keep, and asks (--yes skips the
+    question; with stdin not a terminal, as in scripts and CI, it does not ask). --dry-run lists each
+    object's verdict and deletes nothing.
+
     \b
     Examples:
+      kfctl delete demo --dry-run
       kfctl delete demo
-      kfctl delete demo --delete-storage
+      kfctl delete demo --delete-storage --yes
     """
     opts = get_options()
+    if dry_run == "client":
+        raise UsageError(
+            "delete --dry-run=client: what delete removes is recorded in the cluster (kfctl's inventory), so its "
+            "dry run reads the cluster",
+            hint="use --dry-run (=server): it reads, and deletes nothing",
+        )
     kfdef = resolve_kfdef(app_dir, kfdef_file)
+    preview = functools.partial(
+        preview_delete,
+        kfdef,
+        open_cluster=lambda: open_cluster(kubeconfig=opts.kubeconfig, context=opts.context),
+        delete_storage=delete_storage,
+        force=force,
+        force_namespaces=force_namespaces,
+        delete_adopted=delete_adopted,
+    )
+    if dry_run == "server":
+        p = preview()
+        emit(opts, p.as_dict(), format_preview(kfdef, p))
+        return
+    if not yes and stdin_is_a_terminal():
+        p = preview()
+        if not p.found:
+            emit(opts, p.as_dict(), nothing_to_delete(kfdef))
+            return
+        question = f"Delete install {kfdef.name}? {counted(p)} (kfctl delete --dry-run lists each object)"
+        if not click.confirm(question, default=False, err=True):
+            raise CancelledError("nothing was deleted", hint="kfctl delete --dry-run lists what delete would remove")
     with EventRenderer(opts, mode="delete") as renderer:
         s = delete_kfdef(
             kfdef,
@@ -81,7 +121,7 @@ def delete(
             lock_timeout=lock_timeout,
         )
     if not s.found:
-        text = f"Nothing to delete: no kfctl inventory for {kfdef.name} in namespace {kfdef.namespace}"
+        text = nothing_to_delete(kfdef)
     else:
         text = f"Deleted {s.deleted} object(s) in {s.seconds:.1f}s"
         if s.kept:
@@ -98,3 +138,29 @@ def delete(
         emit(opts, {}, text)
     if s.error is not None:
         raise s.error
+
+
+def stdin_is_a_terminal() -> bool:
+    """Whether a person may answer a question: scripts, CI and tests (stdin a pipe or /dev/null) are never asked."""
+    return sys.stdin is not None and sys.stdin.isatty()
+
+
+def nothing_to_delete(kfdef: KfDef) -> str:
+    return f"Nothing to delete: no kfctl inventory for {kfdef.name} in namespace {kfdef.namespace}"
+
+
+# A verdict as a person reads it, kubectl's "deleted (dry run)".
+WORDS = {"delete": "deleted", "keep": "kept", "skip": "skipped", "error": "unknown"}
+
+
+def format_preview(kfdef: KfDef, p: DeletePreview) -> str:
+    """A line per object, in the order delete would go, then the counts."""
+    if not p.found:
+        return nothing_to_delete(kfdef)
+    lines = [f"{o.member.key}: {WORDS[o.verdict]} (dry run)" + (f": {o.reason}" if o.reason else "") for o in p.objects]
+    lines.append(f"{len(p.objects)} objects: {counted(p)} (dry run: nothing was deleted)")
+    return "\n".join(lines)
+
+
+def counted(p: DeletePreview) -> str:
+    return ", ".join(f"{n} {WORDS[verdict]}" for verdict, n in p.counts().items() if n) or "none"

@@ -10,9 +10,15 @@ import click
 
 from kfctl import __version__
 from kfctl.cli.context import GlobalOptions
-from kfctl.cli.options import get_options, global_options, global_options_with_graphs, kubectl_dry_run
+from kfctl.cli.options import (
+    get_options,
+    global_options,
+    global_options_with_graphs,
+    kubectl_dry_run,
+    output_asked,
+)
 from kfctl.cli.output import emit, emit_error, emit_unexpected
-from kfctl.errors import InterruptedError_, KfctlError
+from kfctl.errors import InterruptedError_, KfctlError, UsageError
 
 # Commands are imported when used: the cluster commands pull in the kubernetes client (about a second of
 # imports), which `init`, `generate` and `--help` should not pay for.
@@ -46,8 +52,8 @@ class LazyGroup(click.Group):
         name = args[0] if args else ""
         if name and not name.startswith("-") and self.get_command(ctx, name) is None:
             near = difflib.get_close_matches(name, self.list_commands(ctx), n=1, cutoff=0.6)
-            hint = f" Did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
-            raise click.UsageError(f"No such command {name!r}.{hint}", ctx)
+            guess = f' (did you mean "{near[0]}"?)' if near else ""
+            raise UsageError(f'unknown command "{name}"{guess}', hint="`kfctl --help` lists the commands")
         return super().resolve_command(ctx, args)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
@@ -96,17 +102,40 @@ def version() -> None:
     emit(get_options(), {"version": __version__}, f"kfctl {__version__}")
 
 
+def from_click(e: click.ClickException) -> KfctlError:
+    """click's parse error as kfctl's: one style (`Error (usage error): …`), -o json and exit code 2 for all."""
+    ctx = getattr(e, "ctx", None)
+    hint = f"`{ctx.command_path} --help` shows the usage" if isinstance(ctx, click.Context) else None
+    if isinstance(e, click.UsageError):
+        return UsageError(e.format_message(), hint=hint)
+    error = KfctlError(e.format_message(), hint=hint)  # a FileError: a file click was to open
+    error.exit_code = e.exit_code
+    return error
+
+
+def _obeying_o(opts: GlobalOptions, args: list[str]) -> GlobalOptions:
+    """click stops at the first bad word, maybe before it reached -o (`kfctl genrate -o json`): read -o from the
+    words then."""
+    if opts.output == "text":
+        opts.output = output_asked(args) or "text"
+    return opts
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and turn every outcome into an exit code; never let a traceback escape."""
     opts = GlobalOptions()
+    args = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = kubectl_dry_run(list(sys.argv[1:] if argv is None else argv))
-        cli.main(args=args, prog_name="kfctl", standalone_mode=False, obj=opts)
+        cli.main(args=kubectl_dry_run(args), prog_name="kfctl", standalone_mode=False, obj=opts)
     except click.exceptions.Exit as e:
         return int(e.exit_code)
-    except click.ClickException as e:
+    except click.exceptions.NoArgsIsHelpError as e:  # `kfctl` alone: the help, as click prints it
         e.show()
         return 2
+    except click.ClickException as e:
+        error = from_click(e)
+        emit_error(_obeying_o(opts, args), error)
+        return error.exit_code
     except click.exceptions.Abort:
         emit_error(opts, InterruptedError_("interrupted"))
         return 130
@@ -114,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         emit_error(opts, InterruptedError_("interrupted by the user"))
         return 130
     except KfctlError as e:
-        emit_error(opts, e)
+        emit_error(_obeying_o(opts, args), e)
         return e.exit_code
     except Exception as e:
         emit_unexpected(opts, e)

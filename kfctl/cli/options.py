@@ -136,6 +136,17 @@ detailed_exitcode_option = click.option(
 DRY_RUN_MODES = {"none": [], "server": ["--dry-run"], "client": ["--dry-run-client"]}
 
 
+def dry_run_option(help_text: str) -> Callable[[F], F]:
+    """``--dry-run`` (a flag: server), and the hidden ``--dry-run-client`` that :func:`kubectl_dry_run` turns
+    ``--dry-run=client`` into; the command gets ``dry_run``: "none", "server" or "client"."""
+
+    def decorate(func: F) -> F:
+        func = click.option("--dry-run-client", "dry_run", flag_value="client", hidden=True)(func)
+        return click.option("--dry-run", "dry_run", flag_value="server", default="none", help=help_text)(func)
+
+    return decorate
+
+
 def kubectl_dry_run(argv: list[str]) -> list[str]:
     """kubectl's ``--dry-run=none|client|server`` on top of kfctl's bare ``--dry-run`` (a server-side dry run),
     which must stay a flag: an option with an optional value would take ``kfctl apply --dry-run demo``'s APPDIR
@@ -152,3 +163,22 @@ def kubectl_dry_run(argv: list[str]) -> list[str]:
         else:
             out.append(arg)
     return out
+
+
+def output_asked(argv: list[str]) -> OutputFormat | None:
+    """The ``-o json`` or ``-o yaml`` a command line gives (the last ``-o`` wins), read from its words: for an
+    error met before click parsed ``-o``, which must obey it all the same. Nothing after ``--`` is read."""
+    last = ""
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            break
+        if arg in ("-o", "--output"):
+            last = argv[i + 1] if i + 1 < len(argv) else ""
+        elif arg.startswith("--output="):
+            last = arg.split("=", 1)[1]
+        elif arg.startswith("-o") and not arg.startswith("--"):
+            last = arg[2:]
+    return DOCUMENT_OUTPUTS.get(last)
+
+
+DOCUMENT_OUTPUTS: dict[str, OutputFormat] = {"json": "json", "yaml": "yaml"}

@@ -89,11 +89,20 @@ def emit_error(opts: GlobalOptions, err: KfctlError) -> None:
         click.echo("".join(traceback.format_exception(err)), err=True, nl=False)
 
 
+BUG = "This is a bug in kfctl; re-run with -v for the traceback and report it."
+
+
 def emit_unexpected(opts: GlobalOptions, exc: BaseException) -> None:
-    """A bug in kfctl: say so plainly; show the traceback only with ``-v``."""
-    click.echo(f"Error (internal): {type(exc).__name__}: {exc}", err=True)
+    """A bug in kfctl: say so plainly (an error document with -o json or yaml, as every error); show the
+    traceback only with ``-v``."""
+    if machine_readable(opts):
+        bug = KfctlError(f"{type(exc).__name__}: {exc}", hint=BUG)
+        bug.kind = "internal"
+        click.echo(document(opts, error_record(bug), stream=True), err=True)
+    else:
+        click.echo(f"Error (internal): {type(exc).__name__}: {exc}", err=True)
     if opts.verbose:
         click.echo("".join(traceback.format_exception(exc)), err=True, nl=False)
-    else:
-        click.echo("This is a bug in kfctl; re-run with -v for the traceback and report it.", err=True)
+    elif not machine_readable(opts):
+        click.echo(BUG, err=True)
     sys.stderr.flush()

@@ -46,6 +46,9 @@ class RemoveOptions:
     # Delete: what is kept is released (ownership labels removed, labels.RELEASED_ANNOTATION set), so the next
     # install of another KfDef may use it; it stays in the inventory, so this install can finish the job later.
     release_kept: bool = False
+    # `kfctl delete --dry-run`: every rule above is applied to the objects as they are, and nothing is written
+    # (no delete, no release); what would go is listed in RemoveResult.planned.
+    dry_run: bool = False
 
 
 @dataclass
@@ -53,6 +56,7 @@ class RemoveResult:
     removed: list[ObjectKey] = field(default_factory=list)
     kept: list[tuple[ObjectKey, str]] = field(default_factory=list)
     released: list[ObjectKey] = field(default_factory=list)  # kept and released (RemoveOptions.release_kept)
+    planned: list[ObjectKey] = field(default_factory=list)  # would be removed (RemoveOptions.dry_run)
     skipped: list[tuple[ObjectKey, str]] = field(default_factory=list)  # gone already or no longer ours
     stuck: list[tuple[ObjectKey, str]] = field(default_factory=list)
     failed: list[tuple[ObjectKey, str]] = field(default_factory=list)
@@ -77,7 +81,7 @@ def remove(
     result = RemoveResult()
     phases: dict[int, list[Member]] = {}
     for m in members:
-        phases.setdefault(rules.delete_phase(m.key.group, m.key.kind, builtin_groups=BUILTIN_GROUPS), []).append(m)
+        phases.setdefault(_phase(m), []).append(m)
     members = list(members)
     ctx = _Context(cluster, applyset_id, reporter, options, result, clock, sleep)
     # Adopted objects that stay also keep the namespace they are in and the CRD of their kind: deleting
@@ -129,6 +133,15 @@ def remove(
             result.stuck.append((key, why))
             reporter(Event("Stuck", str(key), why, app=pending[key].application))
     return result
+
+
+def removal_order(members: Iterable[Member]) -> list[Member]:
+    """The order :func:`remove` goes in: its phases (:func:`kfctl.plan.rules.delete_phase`), each by key."""
+    return sorted(members, key=lambda m: (_phase(m), m.key))
+
+
+def _phase(m: Member) -> int:
+    return rules.delete_phase(m.key.group, m.key.kind, builtin_groups=BUILTIN_GROUPS)
 
 
 @dataclass
@@ -185,7 +198,8 @@ def _delete_one(ctx: _Context, m: Member) -> bool:
         return _try_delete(ctx, m)
     except (ApiError, Unreachable, NoKindMatch) as e:
         verdict = classify(e).verdict
-        _failed(ctx, m.key, f"delete failed: {e}", denied=verdict != "transient", app=m.application)
+        what = "cannot read it" if ctx.options.dry_run else "delete failed"
+        _failed(ctx, m.key, f"{what}: {e}", denied=verdict != "transient", app=m.application)
         return False
 
 
@@ -207,11 +221,14 @@ def _try_delete(ctx: _Context, m: Member) -> bool:
         return False
     keep = _protected(ctx, key, m, live)
     if keep:
-        if ctx.options.release_kept and labels.owned_by(live, applyset_id):
+        if ctx.options.release_kept and not ctx.options.dry_run and labels.owned_by(live, applyset_id):
             ctx.call(lambda: cluster.replace(labels.released(live, applyset_id)))
             result.released.append(key)
         result.kept.append((key, keep))
         reporter(Event("Kept", str(key), keep, app=m.application))
+        return False
+    if ctx.options.dry_run:
+        result.planned.append(key)
         return False
     if (live.get("metadata") or {}).get("deletionTimestamp"):
         return True
