@@ -157,7 +157,8 @@ def test_init_refuses_a_namespace_that_is_not_a_dns_label(tmp_path: Path, capsys
     code, out, err = run(capsys, "init", str(tmp_path / "a"), "-p", "kind", "-n", "a: b")
     assert (code, out) == (2, "")
     assert err == (
-        "Error (usage error): --namespace 'a: b' must be a DNS label (lowercase letters, digits, '-', at most 63)\n"
+        "Error (usage error): --inventory-namespace 'a: b' must be a DNS label (lowercase letters, digits, '-', at "
+        "most 63)\n"
     )
     assert not (tmp_path / "a").exists()
 
@@ -420,3 +421,47 @@ def test_init_makes_the_gitignore_ignore_kfctls_caches_keeping_the_users_lines(
         (app / ".gitignore").write_text(before)
     assert run(capsys, "init", str(app), "-p", "kind", "-q")[0] == 0
     assert (app / ".gitignore").read_text().endswith(after)
+
+
+INVENTORY = "Inventory and lock (kfctl's record of this install): namespace"
+
+# `-n` names where kfctl keeps its record, not where objects go: init's flag says so, and plan says both.
+# init's flags → plan's line about the inventory, the NAMESPACES column of cert-manager.
+INVENTORY_NAMESPACE = [
+    pytest.param(
+        ["-c", "cert-manager", "-n", "ml-platform"],
+        f"{INVENTORY} ml-platform, where no object goes: apply creates it for the record alone",
+        id="short-flag",
+    ),
+    pytest.param(
+        ["-c", "cert-manager", "--inventory-namespace", "ml-platform"],
+        f"{INVENTORY} ml-platform, where no object goes: apply creates it for the record alone",
+        id="long-flag",
+    ),
+    pytest.param(
+        ["-c", "cert-manager,training-operator"], f"{INVENTORY} kubeflow, created by application common", id="default"
+    ),
+]
+
+
+@pytest.mark.parametrize(("flags", "line"), INVENTORY_NAMESPACE)
+def test_plan_says_where_the_inventory_goes_and_where_objects_go(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, flags: list[str], line: str
+) -> None:
+    app = tmp_path / "demo"
+    assert run(capsys, "init", str(app), "-p", "kind", *flags)[0] == 0
+    code, out, err = run(capsys, "plan", str(app))
+    assert code == 0, err
+    assert line in out.splitlines()
+    # APPLICATION OBJECTS NAMESPACES: cert-manager's objects go to its own namespace, whatever -n says
+    assert [row.split()[2] for row in out.splitlines() if row.split()[:1] == ["cert-manager"]] == ["cert-manager"]
+    code, out, _ = run(capsys, "plan", str(app), "-o", "json")
+    assert json.loads(out)["inventory"]["namespace"] == line.split("namespace ", 1)[1].split(",")[0]
+
+
+def test_init_has_no_namespace_flag_that_would_not_place_the_platform(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "init", "demo", "-p", "kind", "--namespace", "ml")
+    assert (code, out) == (2, "")
+    assert err.splitlines()[0] == (
+        "Error (usage error): No such option '--namespace'. Did you mean '--inventory-namespace'?"
+    )

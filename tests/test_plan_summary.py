@@ -14,14 +14,14 @@ import pytest
 from test_catalog import make_app, supported
 from test_plan_podhooks import mutator, plan_of
 
-from kfctl.app.plan import plan_as_dict, plan_kfdef, step_ref
+from kfctl.app.plan import inventory_as_dict, plan_as_dict, plan_kfdef, step_ref
 from kfctl.catalog.model import Catalog
 from kfctl.config.loader import load_kfdef
 from kfctl.objects import ObjectKey
 from kfctl.plan.duplicates import Copy
 from kfctl.plan.graph import ExternalCheck, Plan, build_plan
 from kfctl.plan.summary import summarize
-from kfctl.plan.text import format_summary
+from kfctl.plan.text import format_summary, inventory_line
 
 SCREEN = 40  # lines: the summary of every component of the catalog fits a terminal without scrolling
 
@@ -51,10 +51,10 @@ CASES: list[tuple[str, Callable[[], Plan], str]] = [
         """\
 Plan: 9 objects in 3 application(s), 7 wave(s)
 
-  APPLICATION  OBJECTS  AFTER (dependsOn)  WAITS ON OBJECTS OF
-  operator           1                     tuner ×1
-  tuner              6  operator           operator ×1
-  serving            2                     tuner ×3
+  APPLICATION  OBJECTS  NAMESPACES  AFTER (dependsOn)  WAITS ON OBJECTS OF
+  operator           1  ml                             tuner ×1
+  tuner              6  ml          operator           operator ×1
+  serving            2  ml, plain                      tuner ×3
 
 Shared objects applied ahead of their application's dependsOn:
   Namespace ml  [tuner]
@@ -81,10 +81,10 @@ Longest chain of waits (6 steps):
         """\
 Plan: 3 objects in 3 application(s), 4 wave(s)
 
-  APPLICATION    OBJECTS  AFTER (dependsOn)  WAITS ON OBJECTS OF
+  APPLICATION    OBJECTS  NAMESPACES  AFTER (dependsOn)  WAITS ON OBJECTS OF
   cert-manager  external
-  serving              3  cert-manager       cert-manager ×1
-  copy                 0
+  serving              3  ml          cert-manager       cert-manager ×1
+  copy                 0  -
 
 Objects several applications render:
   Namespace ml  applied once: identical copy in application copy
@@ -100,8 +100,8 @@ Longest chain of waits (4 steps):
         """\
 Plan: 1 objects in 1 application(s), 1 wave(s)
 
-  APPLICATION  OBJECTS  AFTER (dependsOn)  WAITS ON OBJECTS OF
-  settings           1""",
+  APPLICATION  OBJECTS  NAMESPACES  AFTER (dependsOn)  WAITS ON OBJECTS OF
+  settings           1  ml""",
     ),
 ]
 
@@ -132,6 +132,7 @@ def test_json_keeps_the_waves_and_adds_the_summary() -> None:
     assert summary["applications"][1] == {
         "name": "tuner",
         "objects": 6,
+        "namespaces": ["ml"],
         "external": False,
         "dependsOn": ["operator"],
         "waitsOn": {"operator": 1},
@@ -187,3 +188,25 @@ def test_the_whole_catalog_summary_fits_one_screen(tmp_path: Path, real_catalog:
     assert len(plan.applications) == len(supported(real_catalog, "generic"))
     for app_name in supported(real_catalog, "generic"):
         assert f"\n  {app_name} " in text
+
+
+INVENTORY = "Inventory and lock (kfctl's record of this install): namespace"
+
+# The KfDef's metadata.namespace holds kfctl's record, not the objects: `kfctl plan` says where it is and who makes
+# it. (namespace → the exact line, the application that creates it.)
+INVENTORY_ROWS = [
+    ("ml", f"{INVENTORY} ml, created by application serving", "serving"),
+    ("elsewhere", f"{INVENTORY} elsewhere, where no object goes: apply creates it for the record alone", None),
+]
+
+
+@pytest.mark.parametrize(("namespace", "line", "creator"), INVENTORY_ROWS, ids=["created", "record-alone"])
+def test_plan_says_where_the_inventory_is_and_who_creates_it(namespace: str, line: str, creator: str | None) -> None:
+    plan = external_and_copy()
+    assert inventory_line(plan, namespace) == line
+    assert inventory_as_dict(plan, namespace) == {"namespace": namespace, "createdBy": creator}
+
+
+def test_an_inventory_namespace_objects_use_but_none_creates_is_created_by_apply() -> None:
+    plan = lone_application()  # a ConfigMap in ml, and no Namespace ml
+    assert inventory_line(plan, "ml") == f"{INVENTORY} ml, which no application creates: apply creates it"

@@ -49,7 +49,8 @@ OWN_CODES = _own_codes()
 COMMANDS = ["init", "catalog", "generate", "build", "export", "plan", "apply", "status", "diff", "delete", "version"]
 OPTIONS = [
     "-v", "-vv", "-q", "-o", "--output", "--kubeconfig", "--context", "-f", "--file", "-h", "--help", "--",
-    "--platform", "--components", "--namespace", "-n", "--force", "--check", "--offline", "--refresh", "-j",
+    "--platform", "--components", "--namespace", "--inventory-namespace", "-n", "--force", "--check", "--offline",
+    "--refresh", "-j",
     "--jobs", "--format", "--repo-url", "--revision", "--path", "--output-dir", "--prune", "--interval",
     "--timeout", "--wait-timeout", "--concurrency", "--recreate-immutable", "--no-prune", "--prune-namespaces",
     "--prune-crds", "--prune-storage", "--prune-all", "--force-namespaces", "--skip-generate",
@@ -88,7 +89,7 @@ SPEC: dict[str, dict[str, list[str] | st.SearchStrategy[str] | None]] = {
     "init": {
         "--platform": ["kind", "gcp", "aws", "azure", "generic", "mars"],
         "--components": ["training-operator", "katib,kserve", "nope", ","],
-        "--namespace": ["kubeflow", "Bad_NS", ""],
+        "--inventory-namespace": ["kubeflow", "Bad_NS", ""],
         "--force": None,
     },
     "generate": {"--check": None, "--offline": None, "--refresh": None, "-j": ["0", "1", "33", "x"]},

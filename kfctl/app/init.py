@@ -145,7 +145,7 @@ def init_app(
 def new_kfdef_path(app_dir: Path, *, namespace: str, force: bool) -> Path:
     """APPDIR/kfdef.yaml, once the command line allows writing it (UsageError otherwise)."""
     if not DNS_LABEL.match(namespace):
-        raise UsageError(f"--namespace {namespace!r} must be {DNS_LABEL_RULE}")
+        raise UsageError(f"--inventory-namespace {namespace!r} must be {DNS_LABEL_RULE}")
     if app_dir.exists() and not app_dir.is_dir():
         raise UsageError(f"{app_dir}: exists and is not a directory")
     target = app_dir / KFDEF_FILE

@@ -11,7 +11,7 @@ from kfctl.config.model import KfDef
 from kfctl.objects import identity
 from kfctl.plan.graph import Plan
 from kfctl.plan.hoist import Hoist
-from kfctl.plan.summary import PlanSummary, summarize
+from kfctl.plan.summary import PlanSummary, namespace_creator, summarize
 from kfctl.plan.text import hoisted_reason
 
 
@@ -51,6 +51,7 @@ def summary_as_dict(plan: Plan, summary: PlanSummary) -> dict[str, Any]:
             {
                 "name": a.name,
                 "objects": a.objects,
+                "namespaces": list(a.namespaces),  # where its namespaced objects go
                 "external": a.external,
                 "dependsOn": list(a.depends_on),
                 "waitsOn": dict(a.waits),  # other application → how many waits on its objects
@@ -95,3 +96,9 @@ def _hoist_as_dict(plan: Plan, app: str, hoist: Hoist) -> dict[str, Any]:
         "rule": hoist.rule.name,
         "reason": hoisted_reason(app, hoist),
     }
+
+
+def inventory_as_dict(plan: Plan, namespace: str) -> dict[str, Any]:
+    """Where kfctl keeps its record of the install (the KfDef's metadata.namespace), and which application, if
+    any, creates that namespace (else apply does)."""
+    return {"namespace": namespace, "createdBy": namespace_creator(plan, namespace)}

@@ -45,7 +45,16 @@ from kfctl.repos.mirror import parse_flag
     default=None,
     help="Components to install (default: the platform's set). Dependencies are added automatically.",
 )
-@click.option("--namespace", "-n", default="kubeflow", show_default=True, help="Namespace of kfctl's inventory.")
+@click.option(
+    "--inventory-namespace",
+    "-n",
+    "namespace",
+    default="kubeflow",
+    show_default=True,
+    metavar="NS",
+    help="Where kfctl keeps its record of the install and its lock (metadata.namespace). Objects go where their "
+    "manifests say (kfctl plan shows it).",
+)
 @click.option("--force", is_flag=True, help="Overwrite an existing APPDIR/kfdef.yaml.")
 @global_options
 def init(

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from kfctl.app.plan import plan_as_dict, plan_kfdef
+from kfctl.app.plan import inventory_as_dict, plan_as_dict, plan_kfdef
 from kfctl.catalog.load import load_catalog
 from kfctl.cli.options import GRAPH_OUTPUTS, get_options, global_options_with_graphs
 from kfctl.cli.output import emit
@@ -14,7 +14,7 @@ from kfctl.cli.target import kfdef_target, resolve_kfdef
 from kfctl.plan.diagram import application_diagram, object_diagram, to_dot, to_mermaid
 from kfctl.plan.graph import Plan
 from kfctl.plan.summary import summarize
-from kfctl.plan.text import format_plan, format_summary
+from kfctl.plan.text import format_plan, format_summary, inventory_line
 
 MORE = "Every object, what it waits for and why: kfctl plan --full"
 
@@ -51,11 +51,14 @@ def plan(app_dir: Path | None, kfdef_file: Path | None, skip_generate: bool, ful
         raise click.UsageError("--full is for the text output; for every object as a graph use --objects")
     kfdef = resolve_kfdef(app_dir, kfdef_file)
     p = plan_kfdef(kfdef, load_catalog(), render=not skip_generate)
-    emit(opts, plan_as_dict(p), _drawn(p, opts.output, objects=objects) if graph else _text(p, full=full))
+    data = plan_as_dict(p) | {"inventory": inventory_as_dict(p, kfdef.namespace)}
+    emit(opts, data, _drawn(p, opts.output, objects=objects) if graph else _text(p, kfdef.namespace, full=full))
 
 
-def _text(p: Plan, *, full: bool) -> str:
-    return format_plan(p) if full else f"{format_summary(summarize(p))}\n\n{MORE}"
+def _text(p: Plan, namespace: str, *, full: bool) -> str:
+    if full:
+        return f"{format_plan(p)}\n\n{inventory_line(p, namespace)}"
+    return f"{format_summary(summarize(p))}\n\n{inventory_line(p, namespace)}\n\n{MORE}"
 
 
 def _drawn(p: Plan, fmt: str, *, objects: bool) -> str:

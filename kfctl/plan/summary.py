@@ -31,6 +31,7 @@ class ApplicationSummary:
     # (a webhook backend, a CRD, a Namespace …), most first: the order dependsOn does not say.
     waits: tuple[tuple[str, int], ...]
     external: bool = False  # provided by the cluster: checked, not applied
+    namespaces: tuple[str, ...] = ()  # where its namespaced objects go, sorted (the manifests say; not the KfDef)
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,10 @@ class PlanSummary:
 
 def summarize(plan: Plan) -> PlanSummary:
     counts = Counter(s.app for s in plan.objects())
+    namespaces: dict[str, set[str]] = {}
+    for step in plan.objects():
+        if step.key is not None and step.key.namespace:
+            namespaces.setdefault(step.app, set()).add(step.key.namespace)
     waits = cross_application_waits(plan)
     externals = {s.app for s in plan.steps.values() if s.kind == "external"}
     by_name = {a.name: a for a in plan.applications}
@@ -72,6 +77,7 @@ def summarize(plan: Plan) -> PlanSummary:
             by_name[name].depends_on,
             tuple(sorted(waits.get(name, Counter()).items(), key=lambda kv: (-kv[1], kv[0]))),
             external=name in externals,
+            namespaces=tuple(sorted(namespaces.get(name, ()))),
         )
         for name in application_order(plan)
     )
@@ -89,6 +95,14 @@ def summarize(plan: Plan) -> PlanSummary:
         ),
         longest_chain=tuple(longest_chain(plan)),
     )
+
+
+def namespace_creator(plan: Plan, namespace: str) -> str | None:
+    """The application whose objects include Namespace ``namespace`` (None when none does)."""
+    for step in plan.objects():
+        if step.key is not None and (step.key.group, step.key.kind, step.key.name) == ("", "Namespace", namespace):
+            return step.app
+    return None
 
 
 def application_order(plan: Plan) -> list[str]:

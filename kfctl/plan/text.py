@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from kfctl.plan import rules
 from kfctl.plan.graph import Plan
 from kfctl.plan.hoist import Hoist
-from kfctl.plan.summary import ApplicationSummary, PlanSummary, PodWebhookOrder
+from kfctl.plan.summary import ApplicationSummary, PlanSummary, PodWebhookOrder, namespace_creator
 
 CHAIN_WIDTH = 100  # the longest chain wraps between steps, so each line stays readable in a terminal
 LISTED = 3  # names listed before "and N more" in the summary
@@ -77,12 +77,30 @@ def format_summary(summary: PlanSummary) -> str:
 
 
 def _application_table(apps: Sequence[ApplicationSummary]) -> list[str]:
-    rows = [("APPLICATION", "OBJECTS", "AFTER (dependsOn)", "WAITS ON OBJECTS OF")]
+    rows = [("APPLICATION", "OBJECTS", "NAMESPACES", "AFTER (dependsOn)", "WAITS ON OBJECTS OF")]
     for a in apps:
         waits = ", ".join(f"{name} ×{n}" for name, n in a.waits)
-        rows.append((a.name, "external" if a.external else str(a.objects), ", ".join(a.depends_on), waits))
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    return [f"  {r[0]:<{widths[0]}}  {r[1]:>{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}".rstrip() for r in rows]
+        objects = "external" if a.external else str(a.objects)
+        where = "" if a.external else _some(a.namespaces) or "-"  # -: cluster-scoped objects only
+        rows.append((a.name, objects, where, ", ".join(a.depends_on), waits))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    return [
+        f"  {r[0]:<{widths[0]}}  {r[1]:>{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]:<{widths[3]}}  {r[4]}".rstrip()
+        for r in rows
+    ]
+
+
+def inventory_line(plan: Plan, namespace: str) -> str:
+    """Where kfctl keeps its own record (the KfDef's metadata.namespace), which is not where objects go: that is
+    the NAMESPACES column, as the manifests say."""
+    creator = namespace_creator(plan, namespace)
+    if creator is not None:
+        where = f"created by application {creator}"
+    elif any(s.key is not None and s.key.namespace == namespace for s in plan.objects()):
+        where = "which no application creates: apply creates it"
+    else:
+        where = "where no object goes: apply creates it for the record alone"
+    return f"Inventory and lock (kfctl's record of this install): namespace {namespace}, {where}"
 
 
 def _pod_webhook_lines(orders: Sequence[PodWebhookOrder]) -> list[str]:
