@@ -9,6 +9,7 @@ import click
 
 from kfctl.catalog.load import load_catalog
 from kfctl.catalog.model import REMOVED_COMPONENTS, Catalog, ParameterSpec, first_sentence
+from kfctl.cli import completion
 from kfctl.cli.options import get_options, global_options
 from kfctl.cli.output import emit
 from kfctl.config.loader import did_you_mean
@@ -59,7 +60,7 @@ def _component_text(catalog: Catalog, name: str) -> tuple[dict[str, Any], str]:
 
 
 @click.command()
-@click.argument("component", required=False)
+@click.argument("component", required=False, shell_complete=completion.catalog_entries)
 @global_options
 def catalog(component: str | None) -> None:
     """List the built-in components, overlays and platforms, or show one component's (or overlay's) parameters.

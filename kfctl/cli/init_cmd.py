@@ -9,6 +9,7 @@ import click
 from kfctl.app.init import init_app
 from kfctl.app.init_upstream import init_upstream
 from kfctl.catalog.load import load_catalog
+from kfctl.cli import completion
 from kfctl.cli.options import get_options, global_options
 from kfctl.cli.output import emit
 from kfctl.errors import UsageError
@@ -22,6 +23,7 @@ from kfctl.repos.mirror import parse_flag
     "-p",
     default=None,
     metavar="NAME",
+    shell_complete=completion.platforms,
     help="Cluster kind: kind, gcp, aws, azure or generic (an existing cluster). Required without --upstream.",
 )
 @click.option(
@@ -43,6 +45,7 @@ from kfctl.repos.mirror import parse_flag
     "-c",
     metavar="A,B,...",
     default=None,
+    shell_complete=completion.components,
     help="Components to install (default: the platform's set). Dependencies are added automatically.",
 )
 @click.option(
