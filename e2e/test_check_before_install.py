@@ -52,7 +52,7 @@ def test_the_catalog_passes_on_the_local_cluster(tmp_path: Path, kubeconfig: str
     assert code == 0, checks
     assert {name: c["verdict"] for name, c in checks.items()} == {
         "cluster-reachable": "pass",
-        "kubernetes-version": "pass",  # 1.32: training-operator ≥ 1.28, katib ≥ 1.27, cert-manager 1.31–1.35
+        "kubernetes-version": "pass",  # v1.33: training-operator >= 1.28, katib >= 1.27, cert-manager 1.31 to 1.35
         "can-create": "pass",
         "default-storage-class": "pass",  # katib's MySQL PVC binds through the cluster's default class
         "node-capacity": "pass",
