@@ -15,7 +15,7 @@ from fakecluster import FakeCluster, obj
 
 from kfctl.engine import labels
 from kfctl.engine.events import EventLog
-from kfctl.engine.foreign import automatic
+from kfctl.engine.foreign import automatic, secrets_named_by
 from kfctl.engine.inventory import ID_LABEL, Member
 from kfctl.engine.remove import RemoveOptions, remove
 from kfctl.k8s.api import ApiError, Unreachable
@@ -117,6 +117,84 @@ def test_automatic_covers_leases_and_objects_being_deleted() -> None:
     assert automatic(going, "")
     assert not automatic(cm("user-data"), "")
     assert not automatic(obj("v1", "ServiceAccount", "builder", "shared"), "")
+
+
+def workload(kind: str, *args: str, namespace: str = "shared", env: list[dict[str, Any]] | None = None) -> Obj:
+    pod = {"containers": [{"name": "c", "image": "x", "args": list(args), "env": env or []}]}
+    spec: dict[str, Any] = {"template": {"spec": pod}}
+    if kind == "CronJob":
+        return obj("batch/v1", kind, "w", namespace, spec={"jobTemplate": {"spec": spec}})
+    return obj("batch/v1" if kind == "Job" else "apps/v1", kind, "w", namespace, spec=spec)
+
+
+def secret(namespace: str, name: str) -> ObjectKey:
+    return ObjectKey("", "Secret", namespace, name)
+
+
+@pytest.mark.parametrize(
+    ("made", "named"),
+    [
+        pytest.param(
+            workload(
+                "Deployment",
+                "webhook",
+                "--webhook-secret-name=spark-operator-webhook-certs",
+                "--webhook-secret-namespace=kubeflow",
+                "--webhook-svc-name=spark-operator-webhook-svc",
+            ),
+            {secret("kubeflow", "spark-operator-webhook-certs")},
+            id="spark-webhook-name-and-namespace",
+        ),
+        pytest.param(
+            workload("StatefulSet", "--cert-secret-name=own-cert"), {secret("shared", "own-cert")}, id="own-namespace"
+        ),
+        pytest.param(workload("DaemonSet", '--tls-secret="quoted"'), {secret("shared", "quoted")}, id="quoted"),
+        pytest.param(
+            workload(
+                "Deployment",
+                "--dynamic-serving-ca-secret-namespace=$(POD_NAMESPACE)",
+                "--dynamic-serving-ca-secret-name=$(NAME)-ca",
+                env=[
+                    {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+                    {"name": "NAME", "value": "cert-manager-webhook"},
+                ],
+                namespace="cert-manager",
+            ),
+            {secret("cert-manager", "cert-manager-webhook-ca")},
+            id="expanded-as-the-kubelet-does",
+        ),
+        pytest.param(workload("Deployment", "--secret-name=$(UNKNOWN)"), set(), id="unknown-variable"),
+        pytest.param(workload("CronJob", "--secret=job-token"), {secret("shared", "job-token")}, id="cronjob"),
+        pytest.param(workload("Job", "--secret-namespace=other"), set(), id="a-namespace-names-no-secret"),
+        pytest.param(workload("Deployment", "--secret-name", "spaced"), set(), id="two-token-form-not-read"),
+        pytest.param(workload("Deployment", "--secret-name="), set(), id="empty"),
+        pytest.param(workload("Deployment", "--configmap-name=cfg"), set(), id="configmaps-are-not-secrets"),
+    ],
+)
+def test_secrets_a_workload_names_in_its_arguments(made: Obj, named: set[ObjectKey]) -> None:
+    assert secrets_named_by(made) == named
+
+
+def test_a_secret_our_workload_made_for_itself_does_not_keep_its_namespace() -> None:
+    """The Spark operator's webhook writes its own serving certificate into the Secret its arguments name; that
+    Secret carries no label of ours, yet it is the install's: the namespace goes. A Secret nobody named stays the
+    user's and keeps it."""
+    made = obj("v1", "Secret", "webhook-certs", "shared", data={"ca-cert.pem": "eA=="})
+    deployment = ours(
+        workload("Deployment", "--webhook-secret-name=webhook-certs", "--webhook-secret-namespace=shared")
+    )
+    cluster, items = setup(made)
+    items.append(member(cluster, deployment))
+    result, _ = run(cluster, items)
+    assert result.kept == [] and NS in result.removed
+
+    user = obj("v1", "Secret", "user-token", "shared", data={"t": "eA=="})
+    cluster, items = setup(made, user)
+    items.append(member(cluster, deployment))
+    result, _ = run(cluster, items)
+    assert dict(result.kept)[NS] == (
+        "holds 1 object(s) kfctl did not apply: Secret shared/user-token; kept without --force-namespaces"
+    )
 
 
 def test_force_namespaces_deletes_the_namespace_and_what_is_in_it() -> None:

@@ -8,6 +8,7 @@ made by itself. This module only reads; it never deletes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -43,6 +44,10 @@ DERIVED_ANNOTATIONS = (
     "control-plane.alpha.kubernetes.io/leader",
 )
 SHOWN = 10  # objects named in a message; the rest are counted
+# Kinds whose pod template names the arguments its containers run with.
+WORKLOAD_KINDS: frozenset[tuple[str, str]] = frozenset(
+    {("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "DaemonSet"), ("batch", "Job"), ("batch", "CronJob")}
+)
 
 
 @dataclass(frozen=True)
@@ -91,6 +96,57 @@ def automatic(obj: Mapping[str, Any], group: str) -> bool:
     return any(a in annotations for a in DERIVED_ANNOTATIONS)
 
 
+def _flag(arg: str) -> tuple[str, str] | None:
+    if not arg.startswith("--") or "=" not in arg:
+        return None
+    name, _, value = arg[2:].partition("=")
+    return name.lower(), value.strip("\"'")
+
+
+def _expand(value: str, container: Mapping[str, Any], namespace: str) -> str:
+    """`$(VAR)` as the kubelet expands it, for the variables a name can come from: a plain `value`, or the pod's
+    namespace (fieldRef metadata.namespace). "" when a reference stays unknown."""
+
+    def one(match: re.Match[str]) -> str:
+        for var in container.get("env") or []:
+            if var.get("name") == match.group(1):
+                field = ((var.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
+                return namespace if field == "metadata.namespace" else str(var.get("value", "\0"))
+        return "\0"
+
+    expanded = re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", one, value)
+    return "" if "\0" in expanded else expanded
+
+
+def secrets_named_by(workload: Mapping[str, Any]) -> set[ObjectKey]:
+    """The Secrets a workload's containers are told to use by name in their arguments (the Spark operator's
+    webhook: `--webhook-secret-name=spark-operator-webhook-certs --webhook-secret-namespace=kubeflow`). A controller
+    the install runs makes or fills such a Secret for itself (that webhook writes its own serving certificate
+    there), so it is the install's, not a user's: it does not keep its namespace. A flag `--<x>secret-name=` or
+    `--<x>secret=` names the Secret; `--<x>secret-namespace=` its namespace (else the workload's)."""
+    meta = workload.get("metadata") or {}
+    spec = workload.get("spec") or {}
+    if workload.get("kind") == "CronJob":
+        spec = ((spec.get("jobTemplate") or {}).get("spec")) or {}
+    pod = ((spec.get("template") or {}).get("spec")) or {}
+    found: set[ObjectKey] = set()
+    own = str(meta.get("namespace", ""))
+    for container in [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]:
+        flags = {
+            name: _expand(value, container, own)
+            for name, value in filter(
+                None, map(_flag, [*(container.get("command") or []), *(container.get("args") or [])])
+            )
+        }
+        for name, value in flags.items():
+            for suffix in ("secret-name", "secret"):
+                if name.endswith(suffix) and value:
+                    ns = flags.get(name[: -len(suffix)] + "secret-namespace", own)
+                    if ns:
+                        found.add(ObjectKey("", "Secret", ns, value))
+    return found
+
+
 def namespace_contents(
     cluster: Cluster,
     namespace: str,
@@ -99,10 +155,11 @@ def namespace_contents(
     resources: tuple[Resource, ...],
     workers: int = 8,
     retry: Callable[[Callable[[], list[Obj]]], list[Obj]] = lambda list_: list_(),
+    named: frozenset[ObjectKey] = frozenset(),
 ) -> Contents:
-    """The objects in ``namespace`` that are neither ours (our ApplySet label) nor automatic. Each kind's list
-    goes through ``retry`` (the caller's retry of transient failures); a kind still unreadable keeps the
-    namespace, because what it holds is unknown."""
+    """The objects in ``namespace`` that are neither ours (our ApplySet label) nor automatic nor ``named`` (by the
+    install's own workloads: secrets_named_by). Each kind's list goes through ``retry`` (the caller's retry of
+    transient failures); a kind still unreadable keeps the namespace, because what it holds is unknown."""
 
     def one(res: Resource) -> tuple[list[Foreign], str]:
         try:
@@ -120,13 +177,16 @@ def namespace_contents(
             if ((item.get("metadata") or {}).get("labels") or {}).get(APPLYSET_ID_LABEL) == applyset_id:
                 continue  # our own inventory (the ApplySet parent), which often lives in the namespace itself
             meta = item.get("metadata") or {}
+            key = ObjectKey(res.group, res.kind, namespace, str(meta.get("name", "")))
+            if key in named:
+                continue
             tags = meta.get("labels") or {}
             owner = ""
             if tags.get(labels.PART_OF):
                 owner = f"kfctl app {tags.get(labels.APP_LABEL) or '?'}"
             elif tags.get(APPLYSET_ID_LABEL):
                 owner = "ApplySet parent"  # another kfctl app's inventory (or kubectl's ApplySet)
-            out.append(Foreign(ObjectKey(res.group, res.kind, namespace, str(meta.get("name", ""))), owner))
+            out.append(Foreign(key, owner))
         return out, ""
 
     foreign: list[Foreign] = []

@@ -20,7 +20,7 @@ from typing import Literal, TypeVar
 
 from kfctl.engine import labels
 from kfctl.engine.events import Event, EventType, Reporter
-from kfctl.engine.foreign import SHOWN, custom_resources_left, namespace_contents
+from kfctl.engine.foreign import SHOWN, WORKLOAD_KINDS, custom_resources_left, namespace_contents, secrets_named_by
 from kfctl.engine.inventory import Member
 from kfctl.engine.retry import classify, retry_transient
 from kfctl.health.registry import BUILTIN_GROUPS
@@ -156,6 +156,9 @@ class _Context:
     deadline: float = 0.0
     resources: tuple[Resource, ...] | None = None  # namespaced kinds, discovered when a namespace is to go
     adopted_kept: list[Member] = field(default_factory=list)
+    # Secrets the install's workloads name in their arguments (foreign.secrets_named_by), read as each is removed:
+    # workloads go in an earlier phase than namespaces.
+    named: set[ObjectKey] = field(default_factory=set)
 
     def call(self, fn: Callable[[], T]) -> T:
         """``fn()``, retried with backoff while it fails transiently and the phase's deadline allows."""
@@ -211,6 +214,8 @@ def _try_delete(ctx: _Context, m: Member) -> bool:
         result.skipped.append((key, "already gone"))
         return False
     uid = str((live.get("metadata") or {}).get("uid", ""))
+    if (key.group, key.kind) in WORKLOAD_KINDS:
+        ctx.named |= secrets_named_by(live)
     if not labels.owned_by(live, applyset_id) and not _released_by_us(live, applyset_id):
         result.skipped.append((key, "no longer carries our label; left alone"))
         reporter(Event("Skipped", str(key), "no longer carries our label; left alone", app=m.application))
@@ -266,7 +271,12 @@ def _protected(ctx: _Context, key: ObjectKey, m: Member, live: Obj) -> str:
             resources = ctx.resources
             contents = ctx.call(
                 lambda: namespace_contents(
-                    cluster, key.name, applyset_id=ctx.applyset_id, resources=resources, retry=ctx.call_listing
+                    cluster,
+                    key.name,
+                    applyset_id=ctx.applyset_id,
+                    resources=resources,
+                    retry=ctx.call_listing,
+                    named=frozenset(ctx.named),
                 )
             )
             if contents.keeps:
