@@ -105,6 +105,13 @@ RUNNABLE_IMAGES: dict[str, dict[str, str]] = {
     "ghcr.io/kubeflow/kubeflow/kfam": {"v1.10.0": "kfam-v1.10.0"},
     "ghcr.io/kubeflow/kubeflow/notebook-controller": {"v1.10.0": "notebook-controller-v1.10.0"},
     "ghcr.io/kubeflow/kubeflow/poddefaults-webhook": {"v1.10.0": "poddefaults-webhook-v1.10.0"},
+    # The Spark operator (controller and webhook are one binary's subcommands), Kubeflow manifests v1.11.0.
+    "ghcr.io/kubeflow/spark-operator/controller": {"2.4.0": "spark-operator-v2.4.0"},
+    # STAND-IN: 2.1.0 (Kubeflow manifests v1.10.0) cannot be built here: the Go module proxy refuses every
+    # github.com/kubeflow/spark-operator/v2 release before v2.4.0 ("v2.1.0.info: 403 Forbidden ... This module version
+    # is not available"). We run v2.4.0 for it (its flags are a superset of the ones v1.10.0's Deployments pass), so
+    # that the v1.10.0 → v1.11.0 upgrade test starts from a healthy v1.10.0; that test names it.
+    "docker.io/kubeflow/spark-operator": {"2.1.0": "spark-operator-v2.4.0"},
 }
 
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
@@ -118,6 +125,51 @@ STOP_ALL_SECONDS = 8.0
 SA_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 log = logging.getLogger("runtime")
+
+
+# A volumeMount: the volume's directory on the host, the container's mountPath, readOnly, subPath ("" for none).
+Mount = tuple[Path, str, bool, str]
+# Where sources are bind-mounted first when a mountPath would cover them (a volume at /tmp over a state dir in /tmp).
+STAGE_CANDIDATES = ("/run/kfctl-e2e-stage", "/var/lib/kfctl-e2e-stage")
+
+
+def _covers(target: str, path: str) -> bool:
+    return path == target or path.startswith(target.rstrip("/") + "/")
+
+
+def mount_script(mounts: list[Mount]) -> list[str]:
+    """Shell lines that bind each volume at its mountPath inside the process's private mount namespace.
+
+    As a kubelet does: a subPath that does not exist yet is created as a directory, and mountPaths go parents
+    first (as container runtimes sort them), so /tmp never covers a volume mounted below it. A mountPath can also
+    cover volumes' sources on the host (a volume at /tmp, when the runtime's state dir is in /tmp: the Spark
+    operator's controller mounts an emptyDir there): then every source is first bound into a tmpfs stage no
+    mountPath covers, and mounted from there."""
+    lines: list[str] = []
+    ordered = sorted(mounts, key=lambda m: len(Path(m[1]).parts))
+    sources = [str(src / sub) if sub else str(src) for src, _, _, sub in ordered]
+    for (src, _, _, sub), path in zip(ordered, sources, strict=True):
+        if sub:
+            q = shlex.quote(path)
+            lines.append(f"if [ -d {shlex.quote(str(src))} ] && [ ! -e {q} ]; then mkdir -p {q}; fi")
+    if any(_covers(target, path) for _, target, _, _ in ordered for path in sources):
+        stage = next(c for c in STAGE_CANDIDATES if not any(_covers(t, c) for _, t, _, _ in ordered))
+        q_stage = shlex.quote(stage)
+        lines += [f"mkdir -p {q_stage}", f"mount -t tmpfs kfctl-e2e-stage {q_stage}"]
+        staged = []
+        for i, path in enumerate(sources):
+            q_src, q_tmp = shlex.quote(path), shlex.quote(f"{stage}/{i}")
+            lines.append(f"if [ -d {q_src} ]; then mkdir {q_tmp}; else touch {q_tmp}; fi")
+            lines.append(f"mount --bind {q_src} {q_tmp}")
+            staged.append(f"{stage}/{i}")
+        sources = staged
+    for (_, target, read_only, _), path in zip(ordered, sources, strict=True):
+        q_src, q_dst = shlex.quote(path), shlex.quote(target)
+        lines.append(f"if [ -d {q_src} ]; then mkdir -p {q_dst}; else mkdir -p $(dirname {q_dst}); touch {q_dst}; fi")
+        lines.append(f"mount --bind {q_src} {q_dst}")
+        if read_only:
+            lines.append(f"mount -o remount,bind,ro {q_dst}")
+    return lines
 
 
 def split_image(image: str) -> tuple[str, str, str]:
@@ -426,15 +478,13 @@ class Runtime:
         # The binary is the image's entrypoint: it replaces command[0] (or the image's own ENTRYPOINT).
         argv = [str(binary), *command[1:], *args]
 
-        mounts: list[tuple[Path, str, bool]] = []
+        mounts: list[Mount] = []
         volumes = {v["name"]: v for v in pod["spec"].get("volumes") or []}
         for m in container.get("volumeMounts") or []:
             source = state.root / "volumes" / m["name"]
             if m["name"] not in volumes:
                 raise ValueError(f"volumeMount {m['name']!r}: no such volume")
-            if m.get("subPath"):
-                source = source / m["subPath"]
-            mounts.append((source, m["mountPath"], bool(m.get("readOnly"))))
+            mounts.append((source, m["mountPath"], bool(m.get("readOnly")), m.get("subPath", "")))
         # The prelude runs inside the new namespaces: bind each volume, then become the binary (setpriv, unshare
         # and sh all exec, so the pid we hold is the binary's). Missing mountpoints are created on the host's
         # filesystem (empty directories such as /var/run/secrets/kubernetes.io/serviceaccount stay behind).
@@ -450,14 +500,7 @@ class Runtime:
             f"touch {q_netns}",
             f"while [ ! -e {q_relay} ]; do sleep 0.02; done",
         ]
-        for source, target, read_only in mounts:
-            q_src, q_dst = shlex.quote(str(source)), shlex.quote(target)
-            lines.append(
-                f"if [ -d {q_src} ]; then mkdir -p {q_dst}; else mkdir -p $(dirname {q_dst}); touch {q_dst}; fi"
-            )
-            lines.append(f"mount --bind {q_src} {q_dst}")
-            if read_only:
-                lines.append(f"mount -o remount,bind,ro {q_dst}")
+        lines += mount_script(mounts)
         lines.append('exec "$@"')
         full = [
             # Should the runtime die without stopping it (SIGKILL), the process dies too: no orphan keeps running.

@@ -15,7 +15,7 @@ API server, what these controllers would do in a real cluster:
   allow-all admission webhook with a certificate of that CA (e2e/standin_webhook.py), whose address the Lease
   carries (WEBHOOK_ADDRESSES) for the egress proxy (e2e/egress.py).
 - webhook servers that make their own serving CA at start and write it into the caBundle of the webhook
-  configurations naming their Service (table SELF_INJECTING_WEBHOOKS: istiod, the Spark operator's webhook,
+  configurations naming their Service (table SELF_INJECTING_WEBHOOKS: istiod,
   Knative Serving's and net-istio's webhooks), none of which can be built here: while the server's Deployment
   exists, the stand-in keeps a CA for it (in memory, as those servers keep theirs out of the install's objects),
   sets that caBundle, and answers its admission reviews allow-all with no patch (never a sidecar it cannot run).
@@ -93,9 +93,6 @@ class SelfInjectingWebhook:
 
 SELF_INJECTING_WEBHOOKS: tuple[SelfInjectingWebhook, ...] = (
     SelfInjectingWebhook("istio-system", "istiod", "istiod", "istiod (sidecar injector, config validation)"),
-    SelfInjectingWebhook(
-        "kubeflow", "spark-operator-webhook-svc", "spark-operator-webhook", "the Spark operator's webhook"
-    ),
     SelfInjectingWebhook("knative-serving", "webhook", "webhook", "Knative Serving's webhook"),
     SelfInjectingWebhook("knative-serving", "net-istio-webhook", "net-istio-webhook", "net-istio's webhook"),
 )
@@ -596,7 +593,7 @@ class StandIn:
             else:
                 self.webhook_server.forget(entry.server_name)
 
-    # webhook servers that inject their own caBundle (istiod, the Spark operator, Knative) ---------------
+    # webhook servers that inject their own caBundle (istiod, Knative) ---------------
 
     def self_injecting_webhooks(self) -> None:
         played: list[SelfInjectingWebhook] = []

@@ -62,6 +62,10 @@ def test_split_image(image: str, expected: tuple[str, str, str]) -> None:
         pytest.param(
             "ghcr.io/kubeflow/katib/katib-controller:v0.18.0", "katib-controller", id="katib-v0.18.0-stand-in"
         ),
+        # the Spark operator v2.4.0 (manifests v1.11.0); the proxy refuses 2.1.0 (v1.10.0's): v2.4.0 stands in
+        pytest.param("ghcr.io/kubeflow/spark-operator/controller:2.4.0", "spark-operator-v2.4.0", id="spark-2.4.0"),
+        pytest.param("docker.io/kubeflow/spark-operator:2.1.0", "spark-operator-v2.4.0", id="spark-2.1.0-stand-in"),
+        pytest.param("ghcr.io/kubeflow/spark-operator/controller:v2.4.0", None, id="spark-tags-have-no-v"),
         # releases without a binary: never another release in their place
         pytest.param("ghcr.io/kubeflow/katib/katib-controller:v0.17.0", None, id="katib-v0.17.0-not-built"),
         pytest.param("kserve/kserve-controller:v0.0.1-nonexistent", None, id="unknown-tag"),
@@ -154,7 +158,8 @@ def test_a_repository_with_any_release_built_is_kwoks_runtime_repository(tmp_pat
 
 def test_runnable_images_name_exactly_the_binaries_build_binaries_builds() -> None:
     """build-binaries builds <binary> for each *_VERSION and <binary>-<v> for each *_OTHER_VERSIONS, and
-    kubeflow/kubeflow's components as <binary>-<KUBEFLOW_COMPONENTS_VERSION>."""
+    kubeflow/kubeflow's components as <binary>-<KUBEFLOW_COMPONENTS_VERSION>, the Spark operator as
+    spark-operator-<SPARK_OPERATOR_VERSION>."""
     versions = localcluster.read_versions()
     binaries = {
         "TRAINING_OPERATOR": "training-operator",
@@ -171,6 +176,7 @@ def test_runnable_images_name_exactly_the_binaries_build_binaries_builds() -> No
     expected |= {
         f"{b}-{components}" for b in ("profile-controller", "kfam", "notebook-controller", "poddefaults-webhook")
     }
+    expected.add(f"spark-operator-{versions['SPARK_OPERATOR_VERSION']}")
     named = {name for releases in runtime.RUNNABLE_IMAGES.values() for name in releases.values()}
     assert named == expected
 
