@@ -7,6 +7,7 @@ failures that leave the previous output intact.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -109,6 +110,42 @@ def test_changing_one_parameter_changes_only_that_application(tmp_path: Path, ca
     assert list(result.changed) == stale
     args = deployment(app)["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args == ["--gang-scheduler-name=scheduler-plugins"]
+
+
+def mtimes(root: Path) -> dict[str, int]:
+    return {
+        p.relative_to(root).as_posix(): p.lstat().st_mtime_ns
+        for top in ("kustomize", "vendor", "rendered")
+        for p in (root / top).rglob("*")
+        if p.is_file()
+    }
+
+
+@pytest.mark.parametrize(
+    ("gang", "touched"),
+    [
+        pytest.param("volcano", [], id="nothing-changed"),
+        pytest.param(
+            "scheduler-plugins",
+            ["kustomize/training-operator/params.yaml", "rendered/training-operator.yaml"],
+            id="one-parameter-changed",
+        ),
+    ],
+)
+def test_generate_writes_only_the_files_whose_bytes_change(
+    tmp_path: Path, catalog: Catalog, gang: str, touched: list[str]
+) -> None:
+    """Issue 31 item 8: an unchanged output keeps its modification time (a build or sync that goes by mtime
+    sees only what changed); a changed one is rewritten."""
+    app = tmp_path / "demo"
+    generate(load_kfdef(write_kfdef(app, gang="volcano"), catalog), catalog)
+    old = {p: t - 10**9 for p, t in mtimes(app).items()}  # a second back, so a rewrite cannot share the mtime
+    for p, t in old.items():
+        os.utime(app / p, ns=(t, t))
+    result = generate(load_kfdef(write_kfdef(app, gang=gang), catalog), catalog)
+    assert list(result.changed) == touched
+    new = mtimes(app)
+    assert sorted(p for p in new if new[p] != old.get(p)) == touched
 
 
 def test_parameters_are_kustomize_replacements_from_a_local_config_object(tmp_path: Path, catalog: Catalog) -> None:

@@ -120,6 +120,7 @@ def generate(
                         hint=f"run `kfctl generate {app_dir}` and commit the result",
                     )
             else:
+                _keep_unchanged(tmp, app_dir, changed=set(changed))
                 _swap_in(tmp, app_dir)
                 lock_written = repos.write_lock()
         except kustomize.KustomizeFailed as e:
@@ -402,6 +403,22 @@ def _differences(new_root: Path, old_root: Path) -> list[str]:
     changed = [p for p in sorted(new | old) if p not in new or p not in old]
     changed += [p for p in sorted(new & old) if not _same(new_root / p, old_root / p)]
     return sorted(changed)
+
+
+def _keep_unchanged(tmp: Path, app_dir: Path, *, changed: set[str]) -> None:
+    """Put each file whose bytes did not change into the fresh tree as the file that is there now (a hard link
+    to it), so the swap leaves it as it was, modification time included: a build or a `git status` that goes by
+    mtime sees only what changed. Where a link cannot be made (a file system without them), the fresh copy takes
+    the old one's times instead."""
+    for rel in sorted(_files(app_dir) - changed):
+        old, new = app_dir / rel, tmp / rel
+        if old.is_symlink() or not new.is_file() or new.is_symlink():
+            continue  # a symlink's target is what matters; its own mtime says nothing
+        new.unlink()
+        try:
+            os.link(old, new)
+        except OSError:
+            shutil.copy2(old, new)
 
 
 def _swap_in(tmp: Path, app_dir: Path) -> None:
