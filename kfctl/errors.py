@@ -120,3 +120,15 @@ EXIT_CHECK_FAILED = 14
 # `kfctl migrate --check`: an application, a part of a stack or a setting of the v1 KfDef has no place in the
 # catalog (each is listed with the reason). Not an error: the migration itself worked.
 EXIT_MIGRATE_DROPPED = 16
+
+
+def must_be(what: str, expected: str, value: object, *, present: bool = True) -> str:
+    """``WHAT must be EXPECTED, got 'VALUE'`` for a message; a value that is not there says so ("is missing", "is
+    empty") rather than printing Python's ``None``, which is no word a KfDef or a catalog file has. ``what`` may be
+    "" where the message's place names the field already (``kfdef.yaml:1:1 apiVersion: is empty; …``)."""
+    subject = f"{what} " if what else ""
+    if not present:
+        return f"{subject}is missing; it must be {expected}"
+    if value is None or value == "":
+        return f"{subject}is empty; it must be {expected}"
+    return f"{subject}must be {expected}, got {value!r}"

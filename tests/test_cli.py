@@ -13,7 +13,7 @@ from kfctl.catalog.model import Catalog
 from kfctl.cli.main import main
 from kfctl.cli.options import kubectl_dry_run
 from kfctl.cli.output import SCHEMA_VERSION
-from kfctl.config.loader import load_kfdef
+from kfctl.config.loader import EXAMPLE_HINT, load_kfdef
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -117,7 +117,7 @@ def test_three_mistakes_yield_three_positioned_messages_and_no_traceback(
         'spec.repos (did you mean "manifests"?)',
         f"  {path}:16:36 spec.applications[1].kustomizeConfig.repoRef.path: unknown component "
         '"notebook-controler" (did you mean "notebook-controller"?)',
-        "Hint: fix the fields named above; `kfctl init --help` shows a valid KfDef",
+        f"Hint: fix the fields named above; {EXAMPLE_HINT}",
     ]
     assert "Traceback" not in err
     code, out, err = run(capsys, "generate", "-f", str(path), "-o", "json")

@@ -349,6 +349,33 @@ BAD = [
         ],
         id="install-name-and-namespace",
     ),
+    pytest.param(
+        "metadata: {name: demo}\nspec:\n  applications: [{name: common}]\n",
+        [
+            "kfdef.yaml:1:1 (document): apiVersion is missing; it must be one of kfdef.apps.kubeflow.org/v1, "
+            "kfdef.apps.kubeflow.org/v1beta1",
+            'kfdef.yaml:1:1 (document): kind is missing; it must be "KfDef"',
+        ],
+        id="apiVersion-and-kind-missing",
+    ),
+    pytest.param(
+        "apiVersion:\nkind: ''\nmetadata: {name: demo}\nspec:\n  applications: [{name: common}]\n",
+        [
+            "kfdef.yaml:1:1 apiVersion: is empty; it must be one of kfdef.apps.kubeflow.org/v1, "
+            "kfdef.apps.kubeflow.org/v1beta1",
+            'kfdef.yaml:2:1 kind: is empty; it must be "KfDef"',
+        ],
+        id="apiVersion-and-kind-empty",
+    ),
+    pytest.param(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: demo}\nspec:\n  applications: [{name: common}]\n",
+        [
+            "kfdef.yaml:1:1 apiVersion: must be one of kfdef.apps.kubeflow.org/v1, kfdef.apps.kubeflow.org/v1beta1, "
+            "got 'v1'",
+            "kfdef.yaml:2:1 kind: must be \"KfDef\", got 'Pod'",
+        ],
+        id="apiVersion-and-kind-of-another-object",
+    ),
     pytest.param("- just\n- a list\n", ["kfdef.yaml:1:1 (document): a KfDef must be a mapping, got a list"], id="list"),
     pytest.param("a: [\n", None, id="syntax-error"),
     pytest.param("", None, id="empty"),

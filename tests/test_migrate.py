@@ -646,6 +646,11 @@ def test_dependencies_are_added_and_components_written_once(real_catalog: Catalo
             id="v1alpha1",
         ),
         pytest.param(
+            {"kind": "KfDef", "spec": {"applications": []}},
+            "apiVersion is missing; it must be one of kfdef.apps.kubeflow.org/v1, kfdef.apps.kubeflow.org/v1beta1",
+            id="no apiVersion",
+        ),
+        pytest.param(
             {"apiVersion": "kfdef.apps.kubeflow.org/v1", "kind": "KfDef", "spec": {}},
             "spec.applications: expected the list of applications of a v1 KfDef",
             id="no applications",

@@ -203,6 +203,16 @@ BAD_DECLARATIONS = [
         id="too short",
     ),
     pytest.param(
+        "secrets: [{name: s, keys: {a: {alphabet: hex}}}]",
+        "secrets[0].keys.a: length is missing; it must be an integer from 16 to 128",
+        id="no length",
+    ),
+    pytest.param(
+        "secrets: [{name: s, keys: {a: {length: 20, alphabet: null}}}]",
+        "secrets[0].keys.a: alphabet is empty; it must be one of alphanumeric, lowercase-alphanumeric, hex",
+        id="empty alphabet",
+    ),
+    pytest.param(
         "secrets: [{name: s, keys: {a: {length: 20, alphabet: emoji}}}]",
         "secrets[0].keys.a: alphabet must be one of alphanumeric, lowercase-alphanumeric, hex, got 'emoji'",
         id="unknown alphabet",

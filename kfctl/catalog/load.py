@@ -29,7 +29,7 @@ from kfctl.catalog.model import (
     SecretKey,
 )
 from kfctl.catalog.paramtypes import TEXT_FORMS, TYPE_NAMES
-from kfctl.errors import ConfigError
+from kfctl.errors import ConfigError, must_be
 
 PARTS = ("manifests", "overlays", "platforms")
 PARAMETER_KEYS = (
@@ -247,9 +247,11 @@ def _secret_key(where: str, name: Any, spec: Any) -> SecretKey:
     length, alphabet = spec.get("length"), spec.get("alphabet", "alphanumeric")
     low, high = SECRET_LENGTHS
     if set(spec) - {"length", "alphabet"} or not isinstance(length, int) or not low <= length <= high:
-        raise ConfigError(f"{where}: length must be an integer from {low} to {high}, got {length!r}")
+        raise ConfigError(
+            f"{where}: " + must_be("length", f"an integer from {low} to {high}", length, present="length" in spec)
+        )
     if alphabet not in ALPHABETS:
-        raise ConfigError(f"{where}: alphabet must be one of {', '.join(ALPHABETS)}, got {alphabet!r}")
+        raise ConfigError(f"{where}: " + must_be("alphabet", f"one of {', '.join(ALPHABETS)}", alphabet))
     return SecretKey(name, length=length, alphabet=alphabet)
 
 

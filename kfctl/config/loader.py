@@ -35,11 +35,13 @@ from kfctl.config.model import (
     Plugin,
     Repo,
 )
-from kfctl.errors import ConfigError
+from kfctl.errors import ConfigError, must_be
 
 _REPO_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # a directory name under vendor/repos/, .cache/repos/
 
 # Keys allowed at each level of the document. The comment says which ones are kfctl's own additions.
+# What shows a valid KfDef: init writes one, commented field by field (its --help shows none).
+EXAMPLE_HINT = "`kfctl init example --platform kind` writes a valid, commented KfDef into example/ to compare with"
 TOP_KEYS = ("apiVersion", "kind", "metadata", "spec", "status")
 METADATA_KEYS = ("name", "namespace", "labels", "annotations")
 SPEC_KEYS = ("applications", "repos", "plugins", "version", "platform", "mirrors")  # platform, mirrors: ours
@@ -88,7 +90,7 @@ class Problems:
         raise ConfigError(
             f"{self.file}: {count} problem{'s' if count != 1 else ''} in the KfDef",
             details=lines,
-            hint="fix the fields named above; `kfctl init --help` shows a valid KfDef",
+            hint=f"fix the fields named above; {EXAMPLE_HINT}",
         )
 
 
@@ -228,7 +230,10 @@ class _Validator:
         api_version = self.api_version(doc)
         kind = doc.get("kind")
         if kind != "KfDef":
-            self.p.add(("kind",) if "kind" in doc else (), f'kind must be "KfDef", got {kind!r}')
+            present = "kind" in doc
+            self.p.add(
+                ("kind",) if present else (), must_be("" if present else "kind", '"KfDef"', kind, present=present)
+            )
         meta = self.mapping(doc, "metadata", ()) or {}
         if "metadata" not in doc:
             self.p.add((), "metadata is required (metadata.name names this platform)")
@@ -289,7 +294,12 @@ class _Validator:
         elif not isinstance(value, str) or value not in supported:
             self.p.add(
                 ("apiVersion",) if "apiVersion" in doc else (),
-                f"apiVersion must be one of {', '.join(supported)}, got {value!r}",
+                must_be(
+                    "" if "apiVersion" in doc else "apiVersion",
+                    f"one of {', '.join(supported)}",
+                    value,
+                    present="apiVersion" in doc,
+                ),
             )
         return value if isinstance(value, str) else ""
 

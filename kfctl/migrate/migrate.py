@@ -17,7 +17,7 @@ import yaml
 from kfctl.catalog import paramtypes
 from kfctl.catalog.model import Catalog, with_dependencies
 from kfctl.config.model import API_GROUP, BUILTIN_REPO, SUPPORTED_VERSIONS
-from kfctl.errors import ConfigError
+from kfctl.errors import ConfigError, must_be
 from kfctl.migrate import legacy
 
 UNKNOWN = "not a kfctl v1 package kfctl migrate knows; add it back by hand (as an application from a repo of yours)"
@@ -136,7 +136,7 @@ def _shape(doc: Any) -> dict[str, Any]:
     supported = [f"{API_GROUP}/{v}" for v in SUPPORTED_VERSIONS]
     if version not in supported:
         raise ConfigError(
-            f"apiVersion must be one of {', '.join(supported)}, got {version!r}",
+            must_be("apiVersion", f"one of {', '.join(supported)}", version, present="apiVersion" in doc),
             hint="kfctl migrate reads the KfDefs of kfctl v1.0 to v1.2; a v1alpha1 one (kfctl v0.x) has no "
             "spec.applications to map",
         )
