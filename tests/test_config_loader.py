@@ -162,6 +162,49 @@ BAD = [
         id="three-mistakes-all-reported",
     ),
     pytest.param(
+        kfdef(
+            """\
+            repos:
+              - {name: manifests, uri: "kfctl://catalog"}
+            applications:
+              - name: common
+                kustomizeConfig:
+                  repoRef: {name: manifest, path: manifests/common}
+              - name: cert-manager
+                dependsOn: [common]
+              - name: training-operator
+              - name: katib
+                kustomizeConfig: {parameters: [{name: dbPassword, value: secret}]}
+            """
+        ),
+        [
+            "kfdef.yaml:11:19 spec.applications[0].kustomizeConfig.repoRef.name: "
+            'repo "manifest" is not defined in spec.repos (did you mean "manifests"?)',
+        ],
+        id="a-repo-typo-once-without-what-follows-from-it",  # not: no application "common", katib needs common …
+    ),
+    pytest.param(
+        kfdef(
+            """\
+            repos:
+              - {name: manifest, uri: "kfctl://catalog"}
+            applications:
+              - name: common
+                kustomizeConfig: {repoRef: {name: manifests, path: manifests/common}}
+              - name: training-operator
+                kustomizeConfig: {repoRef: {name: manifests, path: manifests/training-operator}}
+              - name: cert-manager
+                kustomizeConfig: {repoRef: {name: manifests, path: manifests/cert-manager}}
+            """
+        ),
+        [
+            "kfdef.yaml:10:35 spec.applications[0].kustomizeConfig.repoRef.name: "
+            'repo "manifests" is not defined in spec.repos (did you mean "manifest"?); applications training-operator, '
+            "cert-manager name it too",
+        ],
+        id="a-typo-in-spec-repos-once-for-every-reference",
+    ),
+    pytest.param(
         HEAD.replace("/v1\n", "/v1alpha1\n", 1) + "  applications: []\n",
         [
             "kfdef.yaml:1:1 apiVersion: v1alpha1 is no longer supported; kfdef.apps.kubeflow.org/v1alpha1 used "

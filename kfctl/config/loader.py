@@ -13,7 +13,7 @@ import difflib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
@@ -71,15 +71,23 @@ class Problems:
     items: list[tuple[int, int, str]] = field(default_factory=list)
 
     def add(
-        self, path: FieldPath, message: str, *, choices: Iterable[str] = (), bad: str = "", known: bool = False
+        self,
+        path: FieldPath,
+        message: str,
+        *,
+        choices: Iterable[str] = (),
+        bad: str = "",
+        known: bool = False,
+        also: str = "",
     ) -> None:
-        """Record a problem; with ``bad``, suggest the nearest of ``choices`` (or list them all if ``known``)."""
+        """Record a problem; with ``bad``, suggest the nearest of ``choices`` (or list them all if ``known``);
+        ``also`` ends the message, after the suggestion."""
         pos = self.doc.at(path)
         choices = sorted(choices)
         hint = did_you_mean(bad, choices) if bad else ""
         if known and not hint:
             hint = f"; known: {', '.join(choices) or 'none'}"
-        text = f"{self.file}:{pos.line}:{pos.column} {format_path(path)}: {message}{hint}"
+        text = f"{self.file}:{pos.line}:{pos.column} {format_path(path)}: {message}{hint}{also}"
         self.items.append((pos.line, pos.column, text))
 
     def raise_if_any(self) -> None:
@@ -178,6 +186,11 @@ class _Validator:
         self.notes: list[str] = []
         self.platform_name = "generic"
         self.install_name = ""
+        # A repoRef naming no repo, by name: where each reference is (the first gets the message, naming the
+        # others) and the application. Such an application has no component, so what only follows from that
+        # (another application "needs component common, which no enabled application installs") is not said.
+        self.unknown_repos: dict[str, list[tuple[FieldPath, str]]] = {}
+        self.unresolved: dict[str, str] = {}  # application without a repo → the component its path names
 
     # -- shape helpers -------------------------------------------------------------------------------
 
@@ -402,6 +415,7 @@ class _Validator:
             if app is not None:
                 apps.append(app)
                 pending_deps.append((path, name, app.depends_on))
+        self.report_unknown_repos(repos)
         self.dependencies(apps, pending_deps)
         return apps
 
@@ -502,13 +516,22 @@ class _Validator:
             return repos[repo_name], repo_path
         if repo_name == BUILTIN_REPO.name and not repos:
             return BUILTIN_REPO, repo_path
-        self.p.add(
-            (*rpath, "name"),
-            f'repo "{repo_name}" is not defined in spec.repos',
-            choices=repos,
-            bad=repo_name,
-        )
+        self.unknown_repos.setdefault(repo_name, []).append(((*rpath, "name"), name))
+        self.unresolved[name] = PurePosixPath(repo_path).name or name
         return None, repo_path
+
+    def report_unknown_repos(self, repos: Mapping[str, Repo]) -> None:
+        """One message a repo name that is not defined, at its first reference, naming the others: one typo
+        (in spec.repos or in a repoRef) is one problem however many applications it touches."""
+        for repo_name, refs in self.unknown_repos.items():
+            (first, _), later = refs[0], [app for _, app in refs[1:]]
+            also = ""
+            if later:
+                also = f"; application {later[0]} names it too" if len(later) == 1 else ""
+                also = also or f"; applications {', '.join(later)} name it too"
+            self.p.add(
+                first, f'repo "{repo_name}" is not defined in spec.repos', choices=repos, bad=repo_name, also=also
+            )
 
     def component(self, repo: Repo | None, repo_path: str, where: FieldPath) -> str | None:
         if repo is None or not repo.builtin:
@@ -631,7 +654,7 @@ class _Validator:
         enabled_components = {a.component for a in apps if a.enabled and a.component}
         for path, name, deps in pending:
             for i, dep in enumerate(deps):
-                if dep not in by_name:
+                if dep not in by_name and dep not in self.unresolved:
                     self.p.add((*path, "dependsOn", i), f'no application named "{dep}"', choices=by_name, bad=dep)
                 elif dep == name:
                     self.p.add((*path, "dependsOn", i), "an application cannot depend on itself")
@@ -640,7 +663,7 @@ class _Validator:
             if app is None or not app.enabled or app.external or not app.component:
                 continue
             for needed in self.catalog.components[app.component].depends_on:
-                if needed not in enabled_components:
+                if needed not in enabled_components and needed not in self.unresolved.values():
                     self.p.add(
                         (*path, "name"),
                         f'component "{app.component}" needs component "{needed}", which no enabled '
