@@ -20,7 +20,7 @@ from credentials import credentials_in
 from kfctl import yamlio
 from kfctl.app.generate import generate
 from kfctl.app.init import init_app
-from kfctl.catalog.model import Catalog, ParameterSpec
+from kfctl.catalog.model import Catalog, ParameterSpec, first_sentence
 from kfctl.config.loader import load_kfdef
 from kfctl.render.kustomize import find_kustomize
 
@@ -295,3 +295,30 @@ def test_every_components_crds_list_names_exactly_the_crds_it_renders(tmp_path: 
             rendered_crds[app_name].add(o["metadata"]["name"])
     declared = {name: set(real_catalog.components[name].crds) for name in rendered_crds}
     assert declared == rendered_crds
+
+
+@pytest.mark.parametrize(
+    ("description", "width", "expected"),
+    [
+        pytest.param(
+            "AWS region of the cluster (e.g. us-east-1).", 72, "AWS region of the cluster (e.g. us-east-1)", id="e.g."
+        ),
+        pytest.param("Runs jobs. Needs common.", 72, "Runs jobs", id="first-sentence"),
+        pytest.param("Gang scheduling: which scheduler", 72, "Gang scheduling", id="clause-before-a-colon"),
+        pytest.param("A mode (see: docs. here) of it. More", 72, "A mode (see: docs. here) of it", id="parentheses"),
+        pytest.param("one two three four", 12, "one two…", id="cut-between-words"),
+        pytest.param("one two three four", 9, "one two…", id="cut-at-a-space"),
+        pytest.param("a-very-long-single-word", 8, "a-very-…", id="one-word-cut-where-it-must"),
+    ],
+)
+def test_first_sentence_ends_at_a_sentence_and_cuts_between_words(description: str, width: int, expected: str) -> None:
+    """Issue 31 item 9: init's comments and catalog's listing were cut mid-word ("AWS region of the cluster (e.g")."""
+    assert first_sentence(description, width=width) == expected
+
+
+def test_init_comments_end_at_words(tmp_path: Path, real_catalog: Catalog) -> None:
+    result = init_app(
+        real_catalog, app_dir=tmp_path / "prod", platform="aws", components=None, namespace="kubeflow", force=False
+    )
+    text = result.kfdef.read_text()
+    assert 'region: ""  # required by cluster-autoscaler: AWS region of the cluster (e.g. us-east-1)\n' in text

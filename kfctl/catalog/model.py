@@ -246,10 +246,24 @@ def secret_reference_problem(component: Component, parameter: str, value: Any) -
 
 
 def first_sentence(description: str, *, width: int = 72) -> str:
-    """The first sentence (or clause before a colon) of a description, cut to ``width`` for one-line listings."""
+    """The first sentence (or clause before a colon) of a description, cut to ``width`` for one-line listings.
+
+    A sentence ends at ". " or ": " outside parentheses and not after an abbreviation ("AWS region of the cluster
+    (e.g. us-east-1)" is one sentence); a cut falls between words, never inside one."""
     text = " ".join(description.split())
-    for stop in (". ", ": "):
-        if stop in text:
-            text = text.split(stop, 1)[0]
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0 and ch in ".:" and text[i + 1 : i + 2] == " " and not _ABBREVIATION.search(text[: i + 1]):
+            text = text[:i]
+            break
     text = text.rstrip(".")
-    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+    if len(text) <= width:
+        return text
+    cut = text[: width - 1]
+    if text[width - 1] != " " and " " in cut:  # the cut falls inside a word: leave that word out
+        cut = cut.rsplit(" ", 1)[0]
+    return cut.rstrip(" ,;(") + "…"
+
+
+_ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf)\.)$")
