@@ -741,3 +741,43 @@ def test_every_successor_and_carried_parameter_is_in_the_catalog(real_catalog: C
     # v1's GcpPluginSpec.project/zone and AwsPluginSpec.region are carried under their own names.
     assert {"project", "zone"} <= set(real_catalog.platforms["gcp"].parameters)
     assert "region" in real_catalog.platforms["aws"].parameters
+
+
+def test_the_output_names_every_application_written_and_the_repo_replaced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 31 item 9: the count and the names are those of the file written (a kept application too); the v1
+    repo the catalog replaces is named with what replaces it; a plugin field reads once as one ("plugin
+    KfGcpPlugin spec.project=…", not "plugin KfGcpPlugin plugin project=…"); -o json says null for what is absent."""
+    mine = {"name": "team-apps", "uri": "https://git.example.com/team/apps.git"}
+    own = {"name": "my-custom-thing", "kustomizeConfig": {"repoRef": {"name": "team-apps", "path": "thing"}}}
+    doc = v1(TF, own, plugins=[{"kind": "KfGcpPlugin", "spec": {"project": "my-project-1", "email": "a@b.c"}}])
+    doc["spec"]["repos"] = [
+        {"name": "manifests", "uri": "https://github.com/kubeflow/manifests/archive/v1.0-branch.tar.gz"},
+        mine,
+    ]
+    source = write(tmp_path, doc)
+    output = source.with_name("app.migrated.yaml")
+    code, out, _ = run(capsys, "migrate", str(source))
+    assert code == 0
+    replaced = (
+        "Repo manifests: https://github.com/kubeflow/manifests/archive/v1.0-branch.tar.gz replaced by kfctl://catalog, "
+        "the catalog built into kfctl"
+    )
+    assert replaced in out.splitlines()
+    assert f"# {replaced}" in output.read_text().splitlines()
+    assert "  plugin KfGcpPlugin spec.project=my-project-1 -> carried: gcp.project" in out.splitlines()
+    assert "plugin KfGcpPlugin plugin" not in out + output.read_text()
+    assert f"Wrote {output}: 3 application(s): common, training-operator, my-custom-thing" in out.splitlines()
+    code, out, _ = run(capsys, "migrate", str(source), "--check", "-o", "json")
+    data = json.loads(out)
+    assert data["writtenApplications"] == ["common", "training-operator", "my-custom-thing"]
+    assert data["replacedRepos"] == [
+        {
+            "name": "manifests",
+            "uri": "https://github.com/kubeflow/manifests/archive/v1.0-branch.tar.gz",
+            "by": "kfctl://catalog",
+        }
+    ]
+    values = [v for a in data["applications"] for v in a.values()] + [v for s in data["settings"] for v in s.values()]
+    assert "" not in values and None in values  # absent is null, never ""

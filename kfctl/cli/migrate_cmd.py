@@ -11,8 +11,9 @@ from kfctl.app.migrate import MigrateResult, migrate_file
 from kfctl.catalog.load import load_catalog
 from kfctl.cli.options import get_options, global_options
 from kfctl.cli.output import columns, emit
+from kfctl.config.model import BUILTIN_REPO
 from kfctl.errors import EXIT_MIGRATE_DROPPED
-from kfctl.migrate.migrate import AppMapping, Migration, Setting
+from kfctl.migrate.migrate import AppMapping, Migration, Setting, describe, replaced_repo_lines
 
 
 @click.command("migrate")
@@ -80,7 +81,7 @@ def _setting_lines(settings: tuple[Setting, ...]) -> list[str]:
             unneeded.setdefault((s.kind, s.name, value, s.reason), []).append(s.source)
         else:
             where = f"{s.target}{f' ({s.reason})' if s.reason else ''}" if s.outcome == "carried" else s.reason
-            lines.append(f"  {s.source} {s.kind} {s.name}{value} -> {s.outcome}: {where}")
+            lines.append(f"  {describe(s)} -> {s.outcome}: {where}")
     for (kind, name, value, reason), sources in unneeded.items():
         lines.append(f"  {kind} {name}{value} of {', '.join(sources)} -> not needed: {reason}")
     return lines
@@ -101,13 +102,14 @@ def _text(result: MigrateResult) -> list[str]:
     lines += ["", *columns(("LEGACY APPLICATION", "CATALOG COMPONENT"), rows, align="ll")]
     if m.added:
         lines.append(f"Added (needed by the others): {', '.join(m.added)}")
+    lines += replaced_repo_lines(m)
     if m.settings:
         lines += ["", "Settings:", *_setting_lines(m.settings)]
     if m.unset:
         lines += ["", f"Set in the plugin spec before `kfctl generate` (platform {m.platform}):"]
         lines += [f"  {u}" for u in m.unset]
     lines.append("")
-    applications = f"{len(m.components)} application(s): {', '.join(m.components)}"
+    applications = f"{len(m.written)} application(s): {', '.join(m.written)}"
     if result.written:
         lines.append(f"Wrote {result.output}: {applications}")
         lines.append(f"Next: kfctl generate -f {result.output}")
@@ -115,6 +117,11 @@ def _text(result: MigrateResult) -> list[str]:
         verdict = "something would be dropped" if m.dropped else "nothing would be dropped"
         lines.append(f"Checked (--check, nothing written: {verdict}); {result.output} would hold {applications}")
     return lines
+
+
+def _absent(text: str) -> str | None:
+    """An absent value is null in -o json, never "" (one convention for every field: dropped, note, reason …)."""
+    return text or None
 
 
 def _data(result: MigrateResult) -> dict[str, Any]:
@@ -131,26 +138,28 @@ def _data(result: MigrateResult) -> dict[str, Any]:
         "applications": [
             {
                 "name": a.name,
-                "path": a.path,
+                "path": _absent(a.path),
                 "components": list(a.components),
                 "dropped": a.dropped,
                 "kept": a.kept,
-                "note": a.note,
+                "note": _absent(a.note),
                 "parts": [{"path": p.path, "components": list(p.components), "dropped": p.dropped} for p in a.parts],
             }
             for a in m.applications
         ],
         "components": list(m.components),
+        "writtenApplications": list(m.written),  # the catalog's, then those kept from your own repos
         "addedDependencies": list(m.added),
+        "replacedRepos": [{"name": name, "uri": uri, "by": BUILTIN_REPO.uri} for name, uri in m.replaced_repos],
         "settings": [
             {
                 "source": s.source,
                 "kind": s.kind,
                 "name": s.name,
-                "value": s.value,
+                "value": _absent(s.value),
                 "outcome": s.outcome,
-                "target": s.target,
-                "reason": s.reason,
+                "target": _absent(s.target),
+                "reason": _absent(s.reason),
             }
             for s in m.settings
         ],

@@ -74,6 +74,12 @@ class Migration:
     added: tuple[str, ...]  # of those, the ones no v1 application asked for: dependencies of the others
     settings: tuple[Setting, ...]
     unset: tuple[str, ...]  # required platform parameters without a value: "name (description)"
+    replaced_repos: tuple[tuple[str, str], ...] = ()  # (name, uri) of each kubeflow/manifests repo the catalog replaces
+
+    @property
+    def written(self) -> tuple[str, ...]:
+        """Every application of the new file: the catalog's, then those kept from the user's own repos."""
+        return (*self.components, *(a.name for a in self.applications if a.kept))
 
     @property
     def dropped(self) -> bool:
@@ -125,6 +131,11 @@ def migrate(doc: Any, catalog: Catalog, *, default_name: str) -> Migration:
         added=added,
         settings=tuple(settings),
         unset=unset,
+        replaced_repos=tuple(
+            (str(r["name"]), str(r.get("uri") or ""))
+            for r in repos.values()
+            if r not in state.kept_repos and r.get("uri") != BUILTIN_REPO.uri
+        ),
     )
 
 
@@ -448,6 +459,7 @@ def render(migration: Migration, *, source: str) -> str:
             lines.append(f"#   {a.name} -> {target}")
     if m.added:
         lines.append(f"#   (added, needed by the others: {', '.join(m.added)})")
+    lines += [f"# {line}" for line in replaced_repo_lines(m)]
     dropped = [a for a in m.applications if a.dropped]
     parts = [(a, p) for a in m.applications for p in a.parts if p.dropped]
     if dropped or parts:
@@ -457,7 +469,7 @@ def render(migration: Migration, *, source: str) -> str:
     lost = [s for s in m.settings if s.outcome == "dropped"]
     if lost:
         lines.append("# Settings dropped:")
-        lines += [f"#   {_setting(s)}: {s.reason}" for s in lost]
+        lines += [f"#   {describe(s)}: {s.reason}" for s in lost]
     if m.unset:
         lines.append(f"# Set before `kfctl generate` (plugin spec of platform {m.platform}):")
         lines += [f"#   {u}" for u in m.unset]
@@ -465,6 +477,22 @@ def render(migration: Migration, *, source: str) -> str:
     return "\n".join(lines) + "\n" + body
 
 
-def _setting(s: Setting) -> str:
+def replaced_repo_lines(m: Migration) -> list[str]:
+    """One line per v1 repo the catalog takes the place of: which, and with what."""
+    return [
+        f"Repo {name}: {uri or '(no uri)'} replaced by {BUILTIN_REPO.uri}, the catalog built into kfctl"
+        for name, uri in m.replaced_repos
+    ]
+
+
+def describe(s: Setting) -> str:
+    """A setting as a person names it: "katib-controller parameter namespace=katib", "plugin KfGcpPlugin
+    spec.project=my-proj", "metadata.name=kf" (not "plugin KfGcpPlugin plugin project=…")."""
     value = f"={s.value}" if s.value else ""
-    return f"{s.source} {s.kind} {s.name}{value}"
+    if s.kind != "plugin":
+        return f"{s.source} {s.kind} {s.name}{value}"
+    if s.source == f"plugin {s.name}":  # the whole plugin
+        return s.source
+    if s.source == f"metadata.{s.name}":
+        return f"{s.source}{value}"
+    return f"{s.source} spec.{s.name}{value}"
