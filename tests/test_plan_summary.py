@@ -17,7 +17,7 @@ from test_plan_podhooks import mutator, plan_of
 from kfctl.app.plan import inventory_as_dict, plan_as_dict, plan_kfdef, step_ref
 from kfctl.catalog.model import Catalog
 from kfctl.config.loader import load_kfdef
-from kfctl.objects import ObjectKey
+from kfctl.objects import ObjectKey, key_of
 from kfctl.plan.duplicates import Copy
 from kfctl.plan.graph import ExternalCheck, Plan, build_plan
 from kfctl.plan.summary import summarize
@@ -40,8 +40,14 @@ def external_and_copy() -> Plan:
     )
 
 
-def lone_application() -> Plan:
-    return build_plan([("settings", [CM])], depends_on={})
+def lone_application(*, secret: bool = False) -> Plan:
+    """settings' ConfigMap, and with ``secret`` a Secret kfctl generates for it (not in its render)."""
+    generated = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "namespace": "ml"}}
+    return build_plan(
+        [("settings", [CM, *([generated] if secret else [])])],
+        depends_on={},
+        generated=[key_of(generated)] if secret else [],
+    )
 
 
 CASES: list[tuple[str, Callable[[], Plan], str]] = [
@@ -80,6 +86,7 @@ Longest chain of waits (6 steps):
         external_and_copy,
         """\
 Plan: 3 objects in 3 application(s), 4 wave(s)
+  (the 4 objects generate renders, less 1 identical copy applied once)
 
   APPLICATION    OBJECTS  NAMESPACES  AFTER (dependsOn)  WAITS ON OBJECTS OF
   cert-manager  external
@@ -102,6 +109,17 @@ Plan: 1 objects in 1 application(s), 1 wave(s)
 
   APPLICATION  OBJECTS  NAMESPACES  AFTER (dependsOn)  WAITS ON OBJECTS OF
   settings           1  ml""",
+    ),
+    (
+        # Issue 31 item 8: generate says "Rendered … 1 objects", the plan 2: the line below the headline says why.
+        "a-secret-kfctl-generates",
+        lambda: lone_application(secret=True),
+        """\
+Plan: 2 objects in 1 application(s), 1 wave(s)
+  (the 1 objects generate renders, plus 1 Secret(s) kfctl generates in the cluster at apply)
+
+  APPLICATION  OBJECTS  NAMESPACES  AFTER (dependsOn)  WAITS ON OBJECTS OF
+  settings           2  ml""",
     ),
 ]
 

@@ -59,7 +59,13 @@ class Bundle:
         return [(app, o) for app, objs in self.objects_by_app for o in objs]
 
     def plan(self) -> Plan:
-        return build_plan(self.objects_by_app, depends_on=self.depends_on, externals=self.externals, copies=self.copies)
+        return build_plan(
+            self.objects_by_app,
+            depends_on=self.depends_on,
+            externals=self.externals,
+            copies=self.copies,
+            generated=self.generated_keys,
+        )
 
     def prepare(self, step: Step) -> Obj:
         """The object as kfctl applies it (labels + content hash); a generated Secret with its data."""

@@ -46,6 +46,8 @@ def step_ref(plan: Plan, sid: str) -> dict[str, Any]:
 def summary_as_dict(plan: Plan, summary: PlanSummary) -> dict[str, Any]:
     return {
         "objects": summary.objects,
+        "rendered": summary.rendered,  # what generate counts: less the generated Secrets, with every copy
+        "generated": summary.generated,  # Secrets kfctl generates in the cluster
         "waves": summary.waves,
         "applications": [
             {

@@ -87,6 +87,9 @@ class Plan:
     hoisted: dict[str, Hoist] = field(default_factory=dict)
     # Step id → later applications that render an identical copy of it (applied once, by this step).
     copies: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Object steps kfctl makes itself rather than reads from a render (the Secrets it generates, kfctl.secrets):
+    # why the plan counts more objects than `generate` rendered.
+    generated: frozenset[str] = frozenset()
 
     def objects(self) -> list[Step]:
         return [s for s in self.steps.values() if s.kind == "object"]
@@ -136,6 +139,7 @@ def build_plan(
     depends_on: Mapping[str, Sequence[str]],
     externals: Sequence[ExternalCheck] = (),
     copies: Sequence[Copy] = (),
+    generated: Iterable[ObjectKey] = (),
 ) -> Plan:
     """The plan for applying every application's objects; ``depends_on`` maps application → applications.
     ``externals`` are applications the cluster provides: one check step each, which dependents wait for.
@@ -143,7 +147,7 @@ def build_plan(
 
     Raises PlanError on a dependency cycle, printing it.
     """
-    plan = Plan()
+    plan = Plan(generated=frozenset(object_id(k) for k in generated))
     by_key: dict[ObjectKey, Step] = {}
     for check in externals:
         plan.applications.append(Application(check.application, ()))

@@ -59,6 +59,12 @@ class PlanSummary:
     copies: tuple[tuple[str, tuple[str, ...]], ...]  # step → the later applications with an identical copy
     pod_webhooks: tuple[PodWebhookOrder, ...]
     longest_chain: tuple[str, ...]  # step ids, the first applied first
+    generated: int = 0  # of ``objects``, those kfctl generates (Secrets), not rendered by `generate`
+
+    @property
+    def rendered(self) -> int:
+        """What `kfctl generate` counts: the objects less the generated ones, with every identical copy."""
+        return self.objects - self.generated + sum(len(apps) for _, apps in self.copies)
 
 
 def summarize(plan: Plan) -> PlanSummary:
@@ -94,6 +100,7 @@ def summarize(plan: Plan) -> PlanSummary:
             if e.rule.name in POD_WEBHOOK_RULES
         ),
         longest_chain=tuple(longest_chain(plan)),
+        generated=sum(1 for s in plan.objects() if s.id in plan.generated),
     )
 
 

@@ -57,7 +57,7 @@ def headline(objects: int, applications: int, waves: int) -> str:
 
 def format_summary(summary: PlanSummary) -> str:
     """What a reviewer needs to see on one screen; every section but the applications only when it has rows."""
-    lines = [headline(summary.objects, len(summary.applications), summary.waves), ""]
+    lines = [headline(summary.objects, len(summary.applications), summary.waves), *_count_origin(summary), ""]
     lines += _application_table(summary.applications)
     if summary.hoisted:
         lines += ["", "Shared objects applied ahead of their application's dependsOn:"]
@@ -74,6 +74,19 @@ def format_summary(summary: PlanSummary) -> str:
         lines += ["", f"Longest chain of waits ({len(summary.longest_chain)} steps):"]
         lines += _wrapped_chain(summary.longest_chain)
     return "\n".join(lines)
+
+
+def _count_origin(summary: PlanSummary) -> list[str]:
+    """Why the plan's count is not the one `generate` printed ("Rendered … 236 objects", "Plan: 239 objects")."""
+    if not summary.generated and not summary.copies:
+        return []
+    parts = [f"the {summary.rendered} objects generate renders"]
+    if summary.generated:
+        parts.append(f"plus {summary.generated} Secret(s) kfctl generates in the cluster at apply")
+    copies = sum(len(apps) for _, apps in summary.copies)
+    if copies:
+        parts.append(f"less {copies} identical cop{'y' if copies == 1 else 'ies'} applied once")
+    return [f"  ({', '.join(parts)})"]
 
 
 def _application_table(apps: Sequence[ApplicationSummary]) -> list[str]:
