@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -11,7 +12,7 @@ import click
 from kfctl.app.init import KFDEF_FILE
 from kfctl.catalog.load import load_catalog
 from kfctl.cli.options import get_options
-from kfctl.config.loader import load_kfdef
+from kfctl.config.loader import load_kfdef, load_kfdef_stream
 from kfctl.config.model import KfDef
 from kfctl.errors import UsageError
 
@@ -24,9 +25,9 @@ def kfdef_target(func: F) -> F:
         "-f",
         "--file",
         "kfdef_file",
-        type=click.Path(dir_okay=False, path_type=Path),
+        type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
         default=None,
-        help=f"The KfDef file (default: APPDIR/{KFDEF_FILE}).",
+        help=f"The KfDef file (default: APPDIR/{KFDEF_FILE}); - reads it from stdin, for APPDIR (default .).",
     )(func)
     func = click.argument("app_dir", required=False, type=AppDir(file_okay=False, path_type=Path))(func)
     return func
@@ -48,15 +49,35 @@ class AppDir(click.Path):
 
 
 def resolve_kfdef(app_dir: Path | None, kfdef_file: Path | None) -> KfDef:
-    if app_dir is not None and kfdef_file is not None:
-        raise UsageError("give either APPDIR or -f FILE, not both")
-    path = kfdef_file if kfdef_file is not None else (app_dir or Path(".")) / KFDEF_FILE
-    kfdef = load_kfdef(path, load_catalog())
+    if kfdef_file is not None and _is_stream(kfdef_file):
+        # `-f -` (kubectl's convention), /dev/stdin or a pipe: the KfDef comes from the stream, and its app dir
+        # (what generate writes, what plan and diff compare with) is APPDIR, default the current directory; never
+        # the stream's own directory (/dev).
+        name = "<stdin>" if str(kfdef_file) == "-" else str(kfdef_file)
+        with click.open_file(str(kfdef_file), "rb") as stream:
+            kfdef = load_kfdef_stream(stream, name=name, app_dir=app_dir or Path("."), catalog=load_catalog())
+    else:
+        if app_dir is not None and kfdef_file is not None:
+            raise UsageError("give either APPDIR or -f FILE, not both")
+        path = kfdef_file if kfdef_file is not None else (app_dir or Path(".")) / KFDEF_FILE
+        kfdef = load_kfdef(path, load_catalog())
     opts = get_options()
     if not opts.quiet:
         for note in kfdef.notes:  # stderr: stdout may be JSON, or a diagram
             click.echo(f"Note: {note}", err=True)
     return kfdef
+
+
+def _is_stream(path: Path) -> bool:
+    """`-`, a file that is no regular file (a pipe), or one in /dev or /proc (/dev/stdin, even when it leads to a
+    regular file): read once, and no place to write beside."""
+    if str(path) == "-" or path.absolute().parts[:2] in (("/", "dev"), ("/", "proc")):
+        return True
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)
 
 
 def _is_file(path: Path) -> bool:

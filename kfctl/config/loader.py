@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import IO, Any
 
 import yaml
 
@@ -121,8 +121,20 @@ def load_kfdef(path: Path, catalog: Catalog) -> KfDef:
     return parse_kfdef(text, path=path, catalog=catalog)
 
 
-def parse_kfdef(text: str, *, path: Path, catalog: Catalog) -> KfDef:
-    display = str(path)
+def load_kfdef_stream(stream: IO[bytes], *, name: str, app_dir: Path, catalog: Catalog) -> KfDef:
+    """A KfDef read from a stream (`-f -`, /dev/stdin, a pipe), named ``name`` in messages. It belongs to
+    ``app_dir`` (what generate writes, what plan and diff compare with), never to the stream's own directory."""
+    try:
+        text = yamlio.decode(stream.read(yamlio.MAX_BYTES + 1), name=name)
+    except OSError as e:
+        raise ConfigError(f"{name}: cannot read: {e.strerror or e}") from e
+    except yamlio.InputError as e:
+        raise ConfigError(yamlio.describe(e, name)) from e
+    return parse_kfdef(text, path=app_dir / "kfdef.yaml", catalog=catalog, display=name)
+
+
+def parse_kfdef(text: str, *, path: Path, catalog: Catalog, display: str = "") -> KfDef:
+    display = display or str(path)
     try:
         docs = load_located(text)
     except yaml.YAMLError as e:  # syntax, or past yamlio's limits: file:line:column either way
@@ -239,6 +251,11 @@ class _Validator:
     # -- the document --------------------------------------------------------------------------------
 
     def run(self, doc: dict[str, Any]) -> KfDef | None:
+        if not {"apiVersion", "kind", "spec"} & doc.keys():
+            # Not a KfDef at all (a shadow file parses as a mapping whose one key is the whole line): its keys are
+            # the file's content, and an error message must not echo what kfctl was not meant to read.
+            self.p.add((), f"not a KfDef: it has none of apiVersion, kind, spec ({len(doc)} other key(s), not shown)")
+            return None
         self.keys(doc, TOP_KEYS, ())
         api_version = self.api_version(doc)
         kind = doc.get("kind")
