@@ -87,8 +87,16 @@ def catalog_crds(exe: str, kubeconfig: str, component: str) -> Iterator[list[dic
     applied = kubectl(exe, kubeconfig, *apply, stdin=yaml.safe_dump_all(crds))
     assert applied.returncode == 0, applied.stderr
     try:
-        established = kubectl(exe, kubeconfig, "wait", "--for=condition=Established", "--timeout=60s", *names)
-        assert established.returncode == 0, established.stderr
+        # kubectl wait (v1.33) gives up at once on a CRD whose status has no conditions yet (".status.conditions
+        # accessor error: <nil> is of the type <nil>"), as a CRD is for a moment after its create under load: ask
+        # again until the API server has written them.
+        poll(
+            lambda: (
+                kubectl(exe, kubeconfig, "wait", "--for=condition=Established", "--timeout=60s", *names).returncode == 0
+            ),
+            timeout=90,
+            what=f"{', '.join(names)} Established",
+        )
         yield objects
     finally:
         created = [o for o in crds if f"crd/{o['metadata']['name']}" not in existing]
