@@ -27,7 +27,7 @@ def kfdef_target(func: F) -> F:
         "kfdef_file",
         type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
         default=None,
-        help=f"The KfDef file (default: APPDIR/{KFDEF_FILE}); - reads it from stdin, for APPDIR (default .).",
+        help=f"The KfDef file (default: APPDIR/{KFDEF_FILE}; - reads stdin).",
     )(func)
     func = click.argument("app_dir", required=False, type=AppDir(file_okay=False, path_type=Path))(func)
     return func
