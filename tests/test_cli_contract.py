@@ -44,7 +44,6 @@ NO_KIND = "apiVersion: kfdef.apps.kubeflow.org/v1\nmetadata: {name: demo}\nspec:
 SHADOW = "root:$6$abcdefgh$notforyoureyes:19000:0:99999:7:::\n"
 # A plain progress line starts with the run's elapsed time ("[   0.0s] "), which is not the contract's.
 ELAPSED = re.compile(r"^\[\s*[\d.]+s\] ")
-RENEWED = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @dataclass(frozen=True)
@@ -132,7 +131,7 @@ ROWS = [
             ("apply", "{app}", "--skip-generate", "--lock-timeout", "1"),
             12,
             "Waiting    lock: held by `kfctl apply` (host elsewhere, pid 1) since 2026-01-01T00:00:00Z "
-            f"(last renewed {RENEWED}); waiting up to 1s",
+            "(last renewed {renewed}); waiting up to 1s",
         ),
         id="11-a-wait-on-the-lock-is-announced",
     ),
@@ -168,8 +167,10 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 
 @pytest.fixture
-def held_lock(monkeypatch: pytest.MonkeyPatch, files: dict[str, str]) -> FakeCluster:
-    """A cluster where another run holds the install's lock and keeps renewing it."""
+def held_lock(monkeypatch: pytest.MonkeyPatch, files: dict[str, str]) -> str:
+    """A cluster where another run holds the install's lock and renewed it just now (a renewal older than the
+    lock's stale limit would be taken over, not waited for); the renewal's time, as the Lease says it."""
+    renewed = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     cluster = FakeCluster()
     lease = obj(
         "coordination.k8s.io/v1",
@@ -181,25 +182,25 @@ def held_lock(monkeypatch: pytest.MonkeyPatch, files: dict[str, str]) -> FakeClu
             "holderIdentity": "elsewhere/1/run",
             "leaseDurationSeconds": 3600,
             "acquireTime": "2026-01-01T00:00:00Z",
-            "renewTime": RENEWED,
+            "renewTime": renewed,
         },
     )
     cluster.put(obj("v1", "Namespace", "kubeflow"))
     cluster.put(lease)
     monkeypatch.setattr(apply_cmd, "open_cluster", lambda **_: cluster)
-    return cluster
+    return renewed
 
 
 @pytest.mark.parametrize("row", ROWS)
 def test_the_cli_contract(
     row: Row,
     files: dict[str, str],
-    held_lock: FakeCluster,
+    held_lock: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    names = files | {"tmp": str(tmp_path)}
+    names = files | {"tmp": str(tmp_path), "renewed": held_lock}
     if row.stdin:
         data = Path(row.stdin.format(**names)).read_bytes()
         monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(data)))
