@@ -4,7 +4,7 @@
 #   make test   set up, then ruff, mypy --strict and pytest (unit, component and end-to-end tests)
 # Everything is installed by the project itself: a virtualenv with kfctl and its dev tools, kustomize if the
 # machine has neither `kustomize` nor `kubectl kustomize`, the local control plane's binaries, the Kubeflow
-# operators that e2e/runtime.py runs on its fake nodes and Flux's controllers (e2e/test_gitops_flux.py).
+# operators that testbed/kfctl_testbed/runtime.py runs on its fake nodes and Flux's controllers (e2e/test_gitops_flux.py).
 
 PYTHON ?= python3
 VENV   := .venv

@@ -13,7 +13,7 @@ an order that rotates from run to run:
 - kapp: `kapp deploy -a kf -f all.yaml -y` with its defaults.
 
 The real operators the process runtime has binaries for run on every side alike, and the stand-in plays the
-webhooks whose servers cannot be built here (e2e/standin.py).
+webhooks whose servers cannot be built here (testbed/kfctl_testbed/standin.py).
 """
 
 from __future__ import annotations

@@ -23,7 +23,6 @@ alike.
 from __future__ import annotations
 
 import json
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -31,13 +30,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from benchlib import E2E, Samples, fresh_cluster, kfctl_argv, log, run_measured
-
-sys.path.insert(0, str(E2E))
-
-import flux_support
-import kube_rest
-from kfctl_testbed import gitserver
+from benchlib import Samples, fresh_cluster, kfctl_argv, log, run_measured
+from kfctl_testbed import flux as flux_support
+from kfctl_testbed import gitserver, kube_rest
 
 NAME = "bench"
 APP_PATH = f"clusters/{NAME}"

@@ -18,13 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-E2E_DIR = Path(__file__).resolve().parent
-# The harness's modules (localcluster, standin, pki, kube_rest, harness) import as top-level modules,
-# whatever pytest's import mode.
-sys.path.insert(0, str(E2E_DIR))
-
-from harness import Cluster, api_client, poll, run_cluster  # noqa: E402
+from harness import Cluster, api_client, poll, run_cluster
 
 INSTALL_HINT = (
     "kfctl's e2e tests need a Kubernetes API server. Either set KUBECONFIG to a cluster you have, or let "
@@ -105,7 +99,7 @@ def module_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
 
 
 def _fresh_cluster(tmp_path_factory: pytest.TempPathFactory, *up_args: str) -> Iterator[Cluster]:
-    import localcluster
+    from kfctl_testbed import localcluster
 
     started = _start(_state_dir(tmp_path_factory, "fresh-cluster"), *up_args)
     try:
@@ -141,7 +135,7 @@ def loopback_webhooks(cluster: Cluster) -> None:
     """The cluster's API server calls admission webhooks that a test serves at https://127.0.0.1:<port>: e2e/cluster's
     local control plane does where the process runtime runs (`up` as root; webhooks are on there). Fails on one
     without webhooks; skips on kind or a cluster of $KUBECONFIG's, whose API server has another 127.0.0.1."""
-    import localcluster
+    from kfctl_testbed import localcluster
 
     state = localcluster.State.load(cluster.state_dir) if cluster.state_dir else None
     if state is None or state.backend != "local":
@@ -180,10 +174,10 @@ def namespace(k8s: Any) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def running_standin(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Makes sure a stand-in controller (e2e/standin.py) acts on the cluster: the one `e2e/cluster up` runs,
+    """Makes sure a stand-in controller (kfctl_testbed.standin) acts on the cluster: the one `e2e/cluster up` runs,
     or else one started for this session."""
-    import kube_rest
-    import standin as standin_module
+    from kfctl_testbed import kube_rest
+    from kfctl_testbed import standin as standin_module
 
     api = kube_rest.Client(cluster.kubeconfig)
     try:
@@ -193,7 +187,7 @@ def running_standin(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) 
         log_path = tmp_path_factory.mktemp("standin") / "standin.log"
         with open(log_path, "ab") as log:
             proc = subprocess.Popen(
-                [sys.executable, str(E2E_DIR / "standin.py"), f"--kubeconfig={cluster.kubeconfig}"],
+                [sys.executable, "-m", "kfctl_testbed.standin", f"--kubeconfig={cluster.kubeconfig}"],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -214,10 +208,10 @@ def running_standin(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) 
 
 @pytest.fixture(scope="session")
 def pod_runtime(cluster: Cluster) -> Path:
-    """The state dir of the process runtime (e2e/runtime.py) that `e2e/cluster up` runs on the cluster: the real
+    """The state dir of the process runtime (kfctl_testbed.runtime) that `e2e/cluster up` runs on the cluster: the real
     operators' logs are at <dir>/<ns>_<pod>_<container>.log, their volumes under <dir>/pods/<ns>_<pod>/.
     Fails (never skips) when the operators are not built or the cluster runs no runtime."""
-    import localcluster
+    from kfctl_testbed import localcluster
 
     bin_dir = localcluster.operators_dir()
     missing = [b for b in ("training-operator", "katib-controller", "kserve-manager") if not (bin_dir / b).is_file()]

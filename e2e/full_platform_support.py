@@ -17,9 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-import standin
-from kfctl_testbed import fileserver, gitserver, upstream_mirror
-from test_apply_support import REPO, kubectl
+from apply_support import REPO, kubectl
+from kfctl_testbed import fileserver, gitserver, standin, upstream_mirror
 
 FIXTURES = REPO.parent / "shared" / "fixtures"
 USER_NS = "kubeflow-user-example-com"  # the example's Profile (common/user-namespace/base)

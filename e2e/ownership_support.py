@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 import yaml
-from test_apply_support import REPO, Run, kubectl
+from apply_support import REPO, Run, kubectl
 
 E2E_DIR = Path(__file__).resolve().parent
 CHART = E2E_DIR / "helm" / "cert-manager"

@@ -21,10 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import kube_rest
-import localcluster
 import yaml
-from test_apply_support import REPO, kubectl
+from apply_support import REPO, kubectl
+from kfctl_testbed import kube_rest, localcluster
 
 PART_OF = "applyset.kubernetes.io/part-of"
 APPLYSET_ID = "applyset.kubernetes.io/id"

@@ -1,5 +1,5 @@
 """Helpers for the process-runtime tests (no tests here): the training operator kfctl installs, the processes
-e2e/runtime.py runs for its pods, TFJobs, and a pod's readiness seen from the outside.
+kfctl_testbed.runtime runs for its pods, TFJobs, and a pod's readiness seen from the outside.
 
 The runtime logs each start of a container's process as `--- runtime: start #N (pid P): ...` in
 <runtime dir>/<ns>_<pod>_<container>.log; the tests find the process, and its start, from that.
@@ -12,15 +12,17 @@ import os
 import signal
 from pathlib import Path
 
-import kube_rest
 import pytest
+from apply_support import kfctl
 from harness import poll
-from kube_rest import JSON, ApiError
-from netns import connect_in_netns
-from test_apply_support import kfctl
+from kfctl_testbed import kube_rest
+from kfctl_testbed.kube_rest import JSON, ApiError
+from kfctl_testbed.netns import connect_in_netns
 
 TFJOBS = "/apis/kubeflow.org/v1/namespaces/kubeflow/tfjobs"
-FAIL_ANNOTATION = "e2e.kfctl.dev/fail"  # kwok fails a finishing pod with this message (e2e/kwok-pod-stages.yaml)
+FAIL_ANNOTATION = (
+    "e2e.kfctl.dev/fail"  # kwok fails a finishing pod with this message (testbed/kfctl_testbed/kwok-pod-stages.yaml)
+)
 OPERATOR_SELECTOR = "app.kubernetes.io/name=training-operator"
 
 
@@ -134,7 +136,7 @@ def kill_operator(pid: int, binary: str = "training-operator") -> None:
     """SIGKILL `pid` (read from a runtime log), but only once it is sure to be the operator the runtime runs: its
     /proc/<pid>/exe is the operator's binary and it is in a network namespace other than ours. Anything else (a
     reused pid, a process still between fork and exec) fails the test and is never signalled."""
-    import localcluster
+    from kfctl_testbed import localcluster
 
     expected = os.path.realpath(localcluster.operators_dir() / binary)
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_apply_support import kfctl, write_local_kfdef
+from apply_support import kfctl, write_local_kfdef
 
 pytestmark = pytest.mark.e2e
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_apply_support import CertManagerWebhookCA, kfctl, kubectl, released
+from apply_support import CertManagerWebhookCA, kfctl, kubectl, released
 
 pytestmark = pytest.mark.e2e
 

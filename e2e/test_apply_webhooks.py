@@ -19,10 +19,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import pki
 import pytest
-from standin_webhook import answer_review, read_review
-from test_apply_support import kfctl, kubectl, write_local_kfdef
+from apply_support import kfctl, kubectl, write_local_kfdef
+from kfctl_testbed import pki
+from kfctl_testbed.standin_webhook import answer_review, read_review
 
 pytestmark = pytest.mark.e2e
 

@@ -11,11 +11,11 @@ import shutil
 import sys
 from pathlib import Path
 
-import kube_rest
 import pytest
+from apply_support import REPO, kfctl
 from harness import poll
+from kfctl_testbed import kube_rest
 from runtime_support import TFJOBS, create_tfjob, live_operator_pods, operator_logs, tfjob
-from test_apply_support import REPO, kfctl
 
 pytestmark = pytest.mark.e2e
 

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from apply_support import install, kfctl, kubectl
 from harness import poll
 from runtime_support import uninstall
-from test_apply_support import install, kfctl, kubectl
 
 pytestmark = pytest.mark.e2e
 

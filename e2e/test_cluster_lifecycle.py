@@ -8,10 +8,10 @@ import os
 import socket
 from pathlib import Path
 
-import localcluster
 import pytest
 from harness import poll, run_cluster
-from localcluster import State
+from kfctl_testbed import localcluster
+from kfctl_testbed.localcluster import State
 
 pytestmark = pytest.mark.e2e
 

@@ -11,15 +11,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import localcluster
-import pki
 import pytest
-import standin
 import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from harness import Cluster, poll
+from kfctl_testbed import localcluster, pki, standin
 from kubernetes import client
 
 pytestmark = pytest.mark.e2e
@@ -591,7 +589,7 @@ def test_no_connection_leaves_loopback(cluster: Cluster) -> None:
 def test_dynamic_serving_ca_secret_appears_while_its_deployment_exists(kubeconfig: str, namespace: str) -> None:
     """cert-manager's webhook makes its own CA Secret; the stand-in does it for DYNAMIC_SERVING_CAS. Tested with
     an entry for this test's namespace, reconciled in-process, so the cluster's own stand-in is not involved."""
-    import kube_rest
+    from kfctl_testbed import kube_rest
 
     api = kube_rest.Client(kubeconfig)
     entry = standin.DynamicServingCA(namespace, "webhook", "webhook-ca")

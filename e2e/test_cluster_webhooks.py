@@ -13,12 +13,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import localcluster
-import pki
 import pytest
 from harness import Cluster, poll
+from kfctl_testbed import localcluster, pki
+from kfctl_testbed.standin_webhook import answer_review, read_review
 from kubernetes import client
-from standin_webhook import answer_review, read_review
 
 pytestmark = pytest.mark.e2e
 

@@ -1,11 +1,11 @@
-"""The API server's egress proxy (e2e/egress.py), with the session's real API server.
+"""The API server's egress proxy (kfctl_testbed.egress), with the session's real API server.
 
 kube-apiserver sends its `cluster` traffic (Service webhooks, kubelet calls, the proxy subresources) and its
 `controlplane` traffic (`url` webhooks) through the proxy the process runtime serves. Here: loopback targets pass
 straight through (kubectl logs reaches kwok; an HTTPS request to the API server goes through a tunnel untouched); a
 target that is no Service's cluster IP is refused at once and never dialled, and kube-apiserver quotes the refusal
 (a `url` webhook's too); a webhook Service whose pod no process serves is refused fast; cert-manager's webhook,
-played by the stand-in (e2e/standin_webhook.py), admits an Issuer and a Certificate through it; no socket of ours
+played by the stand-in (kfctl_testbed.standin_webhook), admits an Issuer and a Certificate through it; no socket of ours
 leaves loopback meanwhile (`e2e/cluster check-loopback`). The proxy leading to an operator the runtime runs is in
 test_runtime.py (the training operator's TFJob validator).
 """
@@ -23,13 +23,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import egress
-import kube_rest
-import localcluster
 import pytest
+from apply_support import install, kfctl
 from harness import Cluster, poll, run_cluster
-from kube_rest import JSON, ApiError
-from test_apply_support import install, kfctl
+from kfctl_testbed import egress, kube_rest, localcluster
+from kfctl_testbed.kube_rest import JSON, ApiError
 from test_apply_webhooks import webhook_configuration
 
 pytestmark = pytest.mark.e2e

@@ -19,9 +19,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import flux_support
 import pytest
 import yaml
+from kfctl_testbed import flux as flux_support
 
 pytestmark = pytest.mark.e2e
 

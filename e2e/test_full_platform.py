@@ -9,7 +9,7 @@ What runs: the real operators the process runtime has a binary for, at the relea
 KServe v0.15.2, Trainer v2.1.0 and its JobSet v0.10.1, and kubeflow/kubeflow v1.10.0's profile controller, KFAM,
 notebook controller and PodDefault webhook built from ../shared/fixtures' source); kwok plays every other pod.
 Upstream's own test objects and scripts (the release's tests/) run against it as they run in upstream's CI.
-Webhooks whose server cannot be built here are played by the stand-in controller (e2e/standin.py), which says so
+Webhooks whose server cannot be built here are played by the stand-in controller (kfctl_testbed.standin), which says so
 below: it admits unchanged (never injects a sidecar) and writes the caBundle as the server would for itself at start.
 
 The oracles are the API server's: every object's health as kfctl reads it is checked again by `kfctl status`, the
@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 import yaml
+from apply_support import Run, kfctl, kubectl
 from full_platform_support import (
     USER_NS,
     labelled,
@@ -41,7 +42,6 @@ from full_platform_support import (
 )
 from harness import Cluster, poll
 from kfctl_testbed import upstream_mirror
-from test_apply_support import Run, kfctl, kubectl
 
 pytestmark = pytest.mark.e2e
 

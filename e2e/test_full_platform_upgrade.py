@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from apply_support import kfctl, kubectl
 from full_platform_support import USER_NS, labelled, not_our_kubeconfig, played_webhooks, served, unpack_release
 from harness import Cluster, poll
 from kfctl_testbed import upstream_mirror
-from test_apply_support import kfctl, kubectl
 
 pytestmark = pytest.mark.e2e
 

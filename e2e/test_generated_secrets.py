@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 import yaml
+from apply_support import CertManagerWebhookCA, kfctl, kubectl, released
 from harness import Cluster
-from test_apply_support import CertManagerWebhookCA, kfctl, kubectl, released
 
 pytestmark = pytest.mark.e2e
 

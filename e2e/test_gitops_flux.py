@@ -36,14 +36,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import flux_support
-import kube_rest
 import pytest
 import yaml
-from flux_support import FLUX_NAME_LABEL, GITREPOSITORIES, KUSTOMIZATIONS, Flux, Repo
+from apply_support import kfctl
 from harness import Cluster, poll
-from kfctl_testbed import gitserver
-from test_apply_support import kfctl
+from kfctl_testbed import flux as flux_support
+from kfctl_testbed import gitserver, kube_rest
+from kfctl_testbed.flux import FLUX_NAME_LABEL, GITREPOSITORIES, KUSTOMIZATIONS, Flux, Repo
 
 from kfctl.objects import ObjectKey
 

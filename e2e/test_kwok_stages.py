@@ -1,4 +1,4 @@
-"""kwok's pod stages (e2e/kwok-pod-stages.yaml): which simulated pods keep running, which finish, and how.
+"""kwok's pod stages (kfctl_testbed/kwok-pod-stages.yaml): which simulated pods keep running, which finish, and how.
 
 A pod of nothing in particular runs until deleted. A Job's pod finishes at once, a training job's pod (label
 training.kubeflow.org/job-name, as the training operator sets it, or a JobSet's pod) a few seconds after it
@@ -13,10 +13,10 @@ import calendar
 import time
 from typing import Any
 
-import kube_rest
 import pytest
 from harness import poll
-from kube_rest import JSON
+from kfctl_testbed import kube_rest
+from kfctl_testbed.kube_rest import JSON
 from runtime_support import FAIL_ANNOTATION
 
 pytestmark = pytest.mark.e2e

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_apply_support import REPO, kfctl, kubectl
+from apply_support import REPO, kfctl, kubectl
 
 pytestmark = pytest.mark.e2e
 

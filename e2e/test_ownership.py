@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from apply_support import CertManagerWebhookCA, Run, kfctl, kubectl, write_local_kfdef
 from harness import poll
 from ownership_support import (
     Helm,
@@ -36,7 +37,6 @@ from ownership_support import (
     subject,
 )
 from reliability_support import kubectl_apply
-from test_apply_support import CertManagerWebhookCA, Run, kfctl, kubectl, write_local_kfdef
 
 pytestmark = pytest.mark.e2e
 

@@ -1,4 +1,4 @@
-"""The installed platform works: the real operators, run by e2e/runtime.py, serve what users submit.
+"""The installed platform works: the real operators, run by kfctl_testbed.runtime, serve what users submit.
 
 One `kfctl apply` of the catalog (the kind platform's components plus JobSet and Kubeflow Trainer) for the
 module; each test then submits what a Kubeflow introduction submits and follows it through the real
@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import kube_rest
 import pytest
+from apply_support import REPO, kfctl
 from harness import poll
-from kube_rest import JSON, ApiError
+from kfctl_testbed import kube_rest
+from kfctl_testbed.kube_rest import JSON, ApiError
 from runtime_support import create_admitted
-from test_apply_support import REPO, kfctl
 
 pytestmark = pytest.mark.e2e
 
@@ -340,7 +340,7 @@ def smoke_leftovers(api: kube_rest.Client) -> list[str]:
 
 def test_check_smoke_runs_a_tfjob_and_a_trainjob_to_their_end_and_leaves_nothing(platform: Platform) -> None:
     """The verdicts are the real training operator's and the real trainer's (their Succeeded and Complete
-    conditions); the pods are finished by kwok (e2e/kwok-pod-stages.yaml), the rest is the operators' work."""
+    conditions); the pods are finished by kwok (kfctl_testbed/kwok-pod-stages.yaml), the rest is the operators' work."""
     run = kfctl(
         "check", str(platform.app), "--smoke", "--only", "smoke-tfjob,smoke-trainjob", kubeconfig=platform.kubeconfig
     )
@@ -408,7 +408,7 @@ def _default_sigint() -> None:
 
 def cluster_process(platform: Platform, name: str) -> int:
     """The pid of one of the session cluster's own processes, as e2e/cluster recorded it."""
-    import localcluster
+    from kfctl_testbed import localcluster
 
     state = localcluster.State.load(platform.runtime.parent)
     proc = next((p for p in (state.procs if state else []) if p.name == name), None)

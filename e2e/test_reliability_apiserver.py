@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from apply_support import kfctl, write_local_kfdef
 from harness import poll, run_cluster
 from reliability_support import Event, inventory, kfctl_until, labelled_objects, start_apiserver, stop_apiserver
-from test_apply_support import kfctl, write_local_kfdef
 
 pytestmark = pytest.mark.e2e
 

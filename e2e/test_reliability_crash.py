@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from apply_support import kfctl, write_local_kfdef
 from reliability_support import Event, inventory, kfctl_until, labelled_objects, nth
-from test_apply_support import kfctl, write_local_kfdef
 
 pytestmark = pytest.mark.e2e
 

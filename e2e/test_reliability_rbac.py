@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from apply_support import kfctl, kubectl, write_local_kfdef
 from reliability_support import inventory, kubectl_apply, token_kubeconfig
-from test_apply_support import kfctl, kubectl, write_local_kfdef
 
 pytestmark = pytest.mark.e2e
 

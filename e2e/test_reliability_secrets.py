@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_apply_support import REPO, Run, kfctl, kubectl, write_local_kfdef
+from apply_support import REPO, Run, kfctl, kubectl, write_local_kfdef
 
 pytestmark = pytest.mark.e2e
 

@@ -1,10 +1,11 @@
-"""The process runtime (e2e/runtime.py) runs the real training operator on a kwok node.
+"""The process runtime (kfctl_testbed.runtime) runs the real training operator on a kwok node.
 
 kfctl installs the training operator; the runtime starts the operator's binary for its pod, with the pod's
 ServiceAccount token, the cluster CA and its webhook-certificate Secret mounted where the container expects
 them. The test then checks that the operator leads (the Lease names its pod), that its certificate Secret, the
 mounted files and its webhook's caBundle agree, that the API server calls its validating webhook through the
-egress proxy (e2e/egress.py: the Service's cluster IP leads to the operator's port in its network namespace), so an
+egress proxy (kfctl_testbed.egress: the Service's cluster IP leads to the operator's port in its network
+namespace), so an
 invalid TFJob is denied by the operator itself and a valid one admitted, that it creates the seed TFJob's pods with
 the TF_CONFIG it computed, that it talks to and listens on loopback only (a network namespace of its own), that the
 runtime restarts it when it dies and stops it when its pod is deleted. Needs the opt-in operator binaries
@@ -23,12 +24,12 @@ import sys
 import time
 from pathlib import Path
 
-import kube_rest
 import pytest
+from apply_support import install, kfctl
 from harness import poll, run_cluster
-from kube_rest import JSON, ApiError
+from kfctl_testbed import kube_rest
+from kfctl_testbed.kube_rest import JSON, ApiError
 from runtime_support import kill_operator, operator_logs, operator_pods, runtime_pid, started_controllers
-from test_apply_support import install, kfctl
 
 pytestmark = pytest.mark.e2e
 

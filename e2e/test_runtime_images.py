@@ -1,4 +1,4 @@
-"""Which binary the process runtime (e2e/runtime.py) runs for an image: exactly the release the image names.
+"""Which binary the process runtime (kfctl_testbed.runtime) runs for an image: exactly the release the image names.
 
 Unit tests, no cluster: image string → binary name (or none), the runtime's ErrImagePull message for a release
 without a binary, kwok's runtime-pod rule (the repository, not the release), the status a kubelet would write for
@@ -11,12 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import kwokstages
-import localcluster
 import pytest
-import runtime
-from kube_rest import JSON
-from podstatus import PodStatusWriter
+from kfctl_testbed import kwokstages, localcluster, runtime
+from kfctl_testbed.kube_rest import JSON
+from kfctl_testbed.podstatus import PodStatusWriter
 
 DIGEST = "sha256:" + "0123456789abcdef" * 4
 

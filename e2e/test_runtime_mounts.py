@@ -1,4 +1,5 @@
-"""How the process runtime (e2e/runtime.py) binds a pod's volumes at their mountPaths: as a kubelet and a container
+"""How the process runtime (kfctl_testbed.runtime) binds a pod's volumes at their mountPaths: as a kubelet and a
+container
 runtime do. Unit tests, no cluster: the exact shell lines for a table of volumeMounts, then the lines run for real in
 a private mount namespace (root only, as the runtime itself), the kernel's view of the result being the oracle.
 """
@@ -11,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import runtime
+from kfctl_testbed import runtime
 
 V = Path("/state/pods/ns_p/volumes")
 

@@ -1,6 +1,6 @@
 """A pod of an operator's image whose release has no binary built: ErrImagePull, never another release's binary.
 
-The process runtime (e2e/runtime.py) runs exactly the release an image names. A pod of a runnable repository
+The process runtime (kfctl_testbed.runtime) runs exactly the release an image names. A pod of a runnable repository
 (`kserve/kserve-controller`) at a tag nothing was built for is still the runtime's: kwok leaves it not Ready,
 the runtime starts no process for it and reports the container as a kubelet reports an image it cannot pull,
 `waiting: ErrImagePull` with a message naming the image and the releases that are built. Needs root and the
@@ -13,12 +13,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import kube_rest
-import localcluster
 import pytest
-import runtime
 from harness import poll
-from kube_rest import JSON
+from kfctl_testbed import kube_rest, localcluster, runtime
+from kfctl_testbed.kube_rest import JSON
 from runtime_support import condition
 
 pytestmark = pytest.mark.e2e

@@ -1,6 +1,7 @@
 """A pod the process runtime runs is Ready when its process is: the real training operator's readiness.
 
-kwok makes such a pod Running but not Ready (e2e/kwok-pod-stages.yaml); the runtime (e2e/podstatus.py) runs the
+kwok makes such a pod Running but not Ready (kfctl_testbed/kwok-pod-stages.yaml); the runtime
+(kfctl_testbed.podstatus) runs the
 container's readinessProbe (`GET /readyz` on the `health` port) against the real process, inside its network
 namespace, and writes Ready only once it passes. So `kfctl apply`, which waits for the Deployment to be
 Available, returns only after the operator answers /readyz. When the process dies, the pod goes not Ready
@@ -21,10 +22,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import kube_rest
 import pytest
+from apply_support import Run, kfctl
 from harness import poll
-from kube_rest import JSON
+from kfctl_testbed import kube_rest
+from kfctl_testbed.kube_rest import JSON
 from runtime_support import (
     condition,
     http_status_in_netns,
@@ -36,7 +38,6 @@ from runtime_support import (
     runtime_pid,
     uninstall,
 )
-from test_apply_support import Run, kfctl
 
 pytestmark = pytest.mark.e2e
 

@@ -1,7 +1,7 @@
-"""TFJobs run to their end with the real training operator (run by e2e/runtime.py, installed by kfctl).
+"""TFJobs run to their end with the real training operator (run by kfctl_testbed.runtime, installed by kfctl).
 
 The operator makes a pod per replica; kwok finishes each pod of a training job 3 s after it started
-(e2e/kwok-pod-stages.yaml): every container exits 0, or, when the pod carries the annotation
+(kfctl_testbed/kwok-pod-stages.yaml): every container exits 0, or, when the pod carries the annotation
 `e2e.kfctl.dev/fail: <message>` (set here on the Worker's pod template), exits 1 with that message. The
 operator reads the pods' phases and its container's exit code (restartPolicy Never: a Failed pod fails its
 replica type, and so the job) and writes the TFJob's conditions. It never quotes the container's message:
@@ -18,10 +18,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import kube_rest
 import pytest
 from harness import poll
-from kube_rest import JSON
+from kfctl_testbed import kube_rest
+from kfctl_testbed.kube_rest import JSON
 from runtime_support import TFJOBS, condition, create_tfjob, install_training_operator, tfjob, uninstall
 
 pytestmark = pytest.mark.e2e

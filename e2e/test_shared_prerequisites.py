@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
-from test_apply_support import kfctl, kubectl, write_local_kfdef
+from apply_support import kfctl, kubectl, write_local_kfdef
 
 pytestmark = pytest.mark.e2e
 

@@ -19,9 +19,9 @@ import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
-import kube_rest
 import pytest
 from harness import poll
+from kfctl_testbed import kube_rest
 
 pytestmark = pytest.mark.e2e
 

@@ -6,7 +6,7 @@ starts a cluster of its own (the trees own cluster-wide names: `kubeflow`, `cert
 webhooks) whose process runtime runs the operator release each image names: training-operator, katib-controller
 and kserve-controller-manager are the real binaries of each release (e2e/build-binaries --operators), except
 katib v0.18.0 (v1.10.0's), which the Go module proxy refuses to serve: v0.19.0 stands in for it, as
-e2e/runtime.py says. cert-manager is the stand-in's (e2e/README.md). Without ../shared/fixtures the tests
+kfctl_testbed.runtime says. cert-manager is the stand-in's (e2e/README.md). Without ../shared/fixtures the tests
 skip, naming the path.
 
 The oracles are independent of kfctl: what the trees render (`kubectl kustomize` of the release's own
@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import kube_rest
 import pytest
 import yaml
+from apply_support import REPO, kfctl, kubectl, released
 from harness import Cluster, poll, run_cluster
+from kfctl_testbed import kube_rest
 from runtime_support import TFJOBS, condition, create_tfjob, tfjob
-from test_apply_support import REPO, kfctl, kubectl, released
 
 pytestmark = pytest.mark.e2e
 
@@ -67,7 +67,7 @@ V1_10 = Release(
     "apps",
     {
         "training-operator": "training-operator-v1.9.1",
-        # STAND-IN, named in e2e/runtime.py: katib v0.18.0 cannot be built here (the Go module proxy refuses
+        # STAND-IN, named in kfctl_testbed.runtime: katib v0.18.0 cannot be built here (the Go module proxy refuses
         # it), so v0.19.0 runs for its image; the upgrade then changes katib's image but not its binary.
         "katib-controller": "katib-controller",
         "kserve-controller-manager": "kserve-manager-v0.14.1",

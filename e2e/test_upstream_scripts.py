@@ -16,10 +16,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from apply_support import kfctl, kubectl
 from full_platform_support import FIXTURES, unpack_release
 from harness import Cluster
 from kfctl_testbed import upstream_mirror
-from test_apply_support import kfctl, kubectl
 
 pytestmark = pytest.mark.e2e
 

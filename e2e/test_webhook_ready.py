@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from apply_support import kfctl, kubectl
 from harness import Cluster
 from runtime_support import tfjob
-from test_apply_support import kfctl, kubectl
 
 pytestmark = pytest.mark.e2e
 

@@ -12,8 +12,8 @@ API server, what these controllers would do in a real cluster:
   `cert-manager.io/inject-ca-from-secret: <ns>/<secret>`).
 - webhook servers that keep their own serving CA in a Secret (table DYNAMIC_SERVING_CAS; cert-manager's
   webhook): while the server's Deployment exists, the Secret exists and holds a CA; and the server itself: an
-  allow-all admission webhook with a certificate of that CA (e2e/standin_webhook.py), whose address the Lease
-  carries (WEBHOOK_ADDRESSES) for the egress proxy (e2e/egress.py).
+  allow-all admission webhook with a certificate of that CA (standin_webhook.py), whose address the Lease
+  carries (WEBHOOK_ADDRESSES) for the egress proxy (egress.py).
 - webhook servers that make their own serving CA at start and write it into the caBundle of the webhook
   configurations naming their Service (table SELF_INJECTING_WEBHOOKS: istiod,
   Knative Serving's and net-istio's webhooks), none of which can be built here: while the server's Deployment
@@ -42,25 +42,21 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import kube_rest
-import pki
-import standin_webhook
-from kube_rest import JSON, ApiError
+from kfctl_testbed import kube_rest, pki, standin_webhook
+from kfctl_testbed.kube_rest import JSON, ApiError
 
 # --- what the stand-in acts on ----------------------------------------------------------------------
 # Operators that rotate their own webhook certificates (the training operator) are not played: the process
-# runtime (e2e/runtime.py) runs the real operator, whose rotator writes its Secret and caBundle.
+# runtime (runtime.py) runs the real operator, whose rotator writes its Secret and caBundle.
 
 
 @dataclass(frozen=True)
 class DynamicServingCA:
     """A webhook server that creates its own CA Secret at start (cert-manager's --dynamic-serving-ca-secret-name),
     which cainjector then injects through `cert-manager.io/inject-ca-from-secret`. The stand-in also plays the
-    server behind `service` (e2e/standin_webhook.py)."""
+    server behind `service` (standin_webhook.py)."""
 
     namespace: str
     deployment: str  # the Secret is made only while this Deployment exists, as only a running server makes it
@@ -101,7 +97,7 @@ SELF_INJECTING_WEBHOOKS: tuple[SelfInjectingWebhook, ...] = (
 PROVISIONED_STORAGE_CLASSES: tuple[str, ...] = ("standard",)
 
 INJECT_CA_FROM = "cert-manager.io/inject-ca-from"
-INJECT_CA_FROM_SECRET = "cert-manager.io/inject-ca-from-secret"
+INJECT_CA_FROM_SECRET = "cert-manager.io/inject-ca-from-secret"  # noqa: S105 (an annotation name)
 # cainjector injects from a Secret named by inject-ca-from-secret only when the Secret allows it.
 ALLOW_DIRECT_INJECTION = "cert-manager.io/allow-direct-injection"
 PROVISIONER = "kfctl-e2e-standin"  # recorded on the volumes it creates, so it deletes only its own
@@ -491,7 +487,7 @@ class StandIn:
             crd = self.api.get(f"{CRDS}/{meta['name']}") if bundle else None
             conversion = (crd or {}).get("spec", {}).get("conversion") or {}
             client_config = (conversion.get("webhook") or {}).get("clientConfig")
-            if not crd or client_config is None or client_config.get("caBundle") == b64(bundle):
+            if not crd or bundle is None or client_config is None or client_config.get("caBundle") == b64(bundle):
                 continue
             self.api.json_patch(
                 f"{CRDS}/{meta['name']}",
@@ -735,7 +731,7 @@ class StandIn:
                         "uid": meta["uid"],
                     },
                     # Never mounted: kwok runs no containers.
-                    "hostPath": {"path": f"/tmp/kfctl-e2e-volumes/{name}", "type": ""},
+                    "hostPath": {"path": f"/tmp/kfctl-e2e-volumes/{name}", "type": ""},  # noqa: S108 (never mounted)
                 },
             },
         )

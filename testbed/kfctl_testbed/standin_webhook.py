@@ -1,11 +1,11 @@
-"""cert-manager's webhook, played by the stand-in controller (e2e/standin.py). TEST CODE.
+"""cert-manager's webhook, played by the stand-in controller (standin.py). TEST CODE.
 
 cert-manager cannot be built here, yet the catalog registers its webhook with failurePolicy Fail for every
 cert-manager.io object, and the local cluster calls admission webhooks. This server answers each AdmissionReview
 v1 with `allowed: true` (no patch), on 127.0.0.1:<free port>, over TLS with a serving certificate for
 `<service>.<namespace>.svc` signed by the CA the stand-in keeps in the webhook's CA Secret
 (standin.DYNAMIC_SERVING_CAS), the CA the stand-in's cainjector puts into the webhook configurations' caBundle:
-kube-apiserver verifies it as it would verify cert-manager's own. The egress proxy (e2e/egress.py) finds the
+kube-apiserver verifies it as it would verify cert-manager's own. The egress proxy (egress.py) finds the
 address on the stand-in's Lease (standin.WEBHOOK_ADDRESSES) and routes the webhook Service's cluster IP there
 while the Service has a Running pod.
 
@@ -26,8 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import pki
+from kfctl_testbed import pki
 
 log = logging.getLogger("standin")
 
@@ -50,7 +49,7 @@ class WebhookServer(ThreadingHTTPServer):
     @property
     def address(self) -> str:
         host, port = self.server_address[:2]
-        return f"{host}:{port}"
+        return f"{host!s}:{port}"
 
     def start(self) -> None:
         self.thread.start()

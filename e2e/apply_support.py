@@ -145,7 +145,7 @@ class CertManagerWebhookCA:
         self.thread.join(timeout=10)
 
     def _loop(self) -> None:
-        import pki
+        from kfctl_testbed import pki
 
         while not self.stop.wait(1.0):
             ns = kubectl(self.kubeconfig, "get", "namespace", "cert-manager", "-o", "name", check=False)

@@ -25,7 +25,7 @@ CA signs both ends: kube-apiserver 1.33 cannot speak HTTP CONNECT over plain TCP
 Bytes are then piped both ways untouched, so TLS inside the tunnel is end to end: the API server verifies the
 operator's own serving certificate for <service>.<namespace>.svc against the webhook's caBundle.
 
-It runs inside e2e/runtime.py (which knows the pids) on a thread of its own with an asyncio loop; routing and
+It runs inside runtime.py (which knows the pids) on a thread of its own with an asyncio loop; routing and
 dialling happen on worker threads (API lookups block, and entering a network namespace is per thread). It does
 not load-balance (the first Running pod with a process wins), routes a pod IP (10.244.0.0/16, kwok's) only to a
 process the runtime runs, and does not follow a Service without a selector.
@@ -40,7 +40,6 @@ import logging
 import os
 import socket
 import ssl
-import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -48,12 +47,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import kube_rest
-import pki
-import standin
-from kube_rest import JSON
-from netns import connect_in_netns
+from kfctl_testbed import kube_rest, pki, standin
+from kfctl_testbed.kube_rest import JSON
+from kfctl_testbed.netns import connect_in_netns
 
 log = logging.getLogger("runtime")
 
@@ -239,7 +235,7 @@ def in_own_netns(pid: int) -> bool:
 
 
 def runtime_pids(runtime: Any) -> PidLookup:
-    """A PidLookup over an e2e/runtime.py Runtime: its live process for that container of that pod (by uid)."""
+    """A PidLookup over an runtime.py Runtime: its live process for that container of that pod (by uid)."""
 
     def pid_of(namespace: str, pod: str, uid: str, container: str) -> int | None:
         state = runtime.pods.get(f"{namespace}/{pod}")
@@ -367,7 +363,7 @@ async def _copy(src: asyncio.StreamReader, dst: asyncio.StreamWriter, *, half_cl
             dst.close()
 
 
-# --- set-up: e2e/cluster up and e2e/runtime.py ---------------------------------------------------------------
+# --- set-up: e2e/cluster up and runtime.py ---------------------------------------------------------------
 
 
 def write_tls(pki_dir: Path) -> None:
@@ -418,7 +414,7 @@ def server_tls(pki_dir: Path) -> ssl.SSLContext:
 
 
 def start(port: int, *, pki_dir: Path, kubeconfig: str, runtime: Any) -> EgressProxy:
-    """The proxy for e2e/runtime.py's main(): its own API client (the runtime's loop keeps the other busy)."""
+    """The proxy for runtime.py's main(): its own API client (the runtime's loop keeps the other busy)."""
     api = kube_rest.Client(kubeconfig, timeout=10)
     pid_of = runtime_pids(runtime)
     proxy = EgressProxy(port, tls=server_tls(pki_dir), router=lambda target: route(target, api=api, pid_of=pid_of))

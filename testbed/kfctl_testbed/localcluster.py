@@ -5,8 +5,8 @@
     e2e/cluster logs NAMESPACE/POD [-c CONTAINER]
 
 `up` runs etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok (fake nodes and kubelets),
-the stand-in controller (e2e/standin.py) and the process runtime (e2e/runtime.py, which runs the real
-operators for their pods, and serves the API server's egress proxy, e2e/egress.py, through which the API
+the stand-in controller (standin.py) and the process runtime (runtime.py, which runs the real
+operators for their pods, and serves the API server's egress proxy, egress.py, through which the API
 server calls admission webhooks) on 127.0.0.1, each with a log file and a recorded pid, creates
 three fake nodes (two CPU, one GPU) and the default StorageClass `standard`, and prints the kubeconfig's
 path. `down` stops exactly the recorded pids and removes the state directory. Where `docker info` works
@@ -37,35 +37,13 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
+from kfctl_testbed import egress, kube_rest, kwokstages, pki
 
+REPO = Path(__file__).resolve().parents[2]
+# The build recipes and version pins stay beside the e2e tests (e2e/build-binaries, e2e/versions.env).
+E2E = REPO / "e2e"
 
-def _use_repo_venv() -> None:
-    """Re-run under the repository's virtualenv when this interpreter lacks the harness's packages."""
-    try:
-        import cryptography  # noqa: F401
-        import yaml  # noqa: F401
-    except ImportError:
-        venv_python = REPO / ".venv" / "bin" / "python"
-        if venv_python.exists() and os.environ.get("KFCTL_E2E_REEXEC") != "1":
-            os.environ["KFCTL_E2E_REEXEC"] = "1"
-            os.execv(venv_python, [str(venv_python), os.path.abspath(sys.argv[0]), *sys.argv[1:]])
-        sys.exit(
-            "e2e/cluster: needs the Python packages 'cryptography' and 'PyYAML'; "
-            "install the dev extras into the repository's venv: .venv/bin/pip install -e '.[dev]'"
-        )
-
-
-_use_repo_venv()
-
-sys.path.insert(0, str(HERE))
-import egress  # noqa: E402
-import kube_rest  # noqa: E402
-import kwokstages  # noqa: E402
-import pki  # noqa: E402
-
-VERSIONS_FILE = HERE / "versions.env"
+VERSIONS_FILE = E2E / "versions.env"
 CACHE_ROOT = Path(os.environ.get("KFCTL_E2E_CACHE") or Path.home() / ".cache" / "kfctl-e2e")
 DEFAULT_STATE_DIR = Path(os.environ.get("KFCTL_E2E_STATE_DIR") or CACHE_ROOT / "cluster" / "default")
 SERVICE_CIDR = "10.96.0.0/12"
@@ -221,7 +199,7 @@ def wait_for(what: str, check: Callable[[], bool], *, timeout: float, procs: Seq
         try:
             if check():
                 return
-        except Exception:
+        except Exception:  # noqa: S110 (not up yet: any failure means ask again until the deadline)
             pass
         for proc in procs:
             if not alive(proc):
@@ -240,12 +218,12 @@ def tail(path: str, lines: int = 25) -> str:
 
 
 def https_ok(url: str, *, context: ssl.SSLContext) -> bool:
-    with urllib.request.urlopen(url, context=context, timeout=5) as response:
+    with urllib.request.urlopen(url, context=context, timeout=5) as response:  # noqa: S310 (our own https URLs)
         return bool(response.status == 200)
 
 
 def http_ok(url: str) -> bool:
-    with urllib.request.urlopen(url, timeout=5) as response:
+    with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 (our own http://127.0.0.1 URLs)
         return bool(response.status == 200)
 
 
@@ -261,7 +239,7 @@ def binaries() -> Path:
         bin_dir = Path(override)
     else:
         printed = subprocess.run(
-            [str(HERE / "build-binaries"), "--print-bin-dir"], check=True, capture_output=True, text=True
+            [str(E2E / "build-binaries"), "--print-bin-dir"], check=True, capture_output=True, text=True
         )
         bin_dir = Path(printed.stdout.strip())
     missing = [b for b in BINARIES if not (bin_dir / b).is_file()]
@@ -274,7 +252,7 @@ def binaries() -> Path:
                 "kube-controller-manager, kube-scheduler and kwok."
             )
         log(f"building {', '.join(missing)} into {bin_dir} (a cold build takes 10-25 min)")
-        subprocess.run([str(HERE / "build-binaries")], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([str(E2E / "build-binaries")], check=True, stdout=subprocess.DEVNULL)
         missing = [b for b in BINARIES if not (bin_dir / b).is_file()]
     if missing:
         raise ClusterError(f"{bin_dir} lacks {', '.join(missing)}")
@@ -374,7 +352,7 @@ def _audit_flags(state_dir: Path, log_path: str) -> list[str]:
 def up_local(state_dir: Path, *, training_seconds: int = kwokstages.TRAINING_SECONDS) -> State:
     bin_dir = binaries()
     # Admission webhooks are on where the process runtime runs (as root): the API server reaches webhook Services
-    # through its egress proxy (e2e/egress.py), which leads a cluster IP to the process the runtime runs for the
+    # through its egress proxy (egress.py), which leads a cluster IP to the process the runtime runs for the
     # Service's pod. Without it nothing could answer a webhook, and nothing may dial a cluster IP: plugins off.
     webhooks = os.geteuid() == 0
     versions = read_versions()
@@ -511,7 +489,7 @@ def up_local(state_dir: Path, *, training_seconds: int = kwokstages.TRAINING_SEC
             procs=[apiserver, proc],
         )
 
-    # Our pod stages (e2e/kwok-pod-stages.yaml; nodes keep kwok's built-in stages): pods the process runtime
+    # Our pod stages (kfctl_testbed/kwok-pod-stages.yaml; nodes keep kwok's built-in stages): pods the process runtime
     # will run go Running but not Ready, the runtime writes their readiness; Job and training-job pods finish.
     # kwok also loads ~/.kwok/kwok.yaml whenever it exists, whatever --config says (config.loadConfig), so its
     # HOME is the state dir: nothing of the user's can add stages or options.
@@ -539,7 +517,7 @@ def up_local(state_dir: Path, *, training_seconds: int = kwokstages.TRAINING_SEC
     api = kube_rest.Client(kubeconfig)
     create_nodes(api, kubelet_version=versions["KUBERNETES_VERSION"], kubelet_port=p["kwok"])
     create_storage_class(api)
-    standin = spawn(state, "standin", [sys.executable, str(HERE / "standin.py"), f"--kubeconfig={kubeconfig}"])
+    standin = spawn(state, "standin", [sys.executable, "-m", "kfctl_testbed.standin", f"--kubeconfig={kubeconfig}"])
     runtime = start_runtime(state, kubeconfig)
 
     wait_for("3 Ready nodes", lambda: ready_nodes(api) == len(NODES), timeout=60, procs=[apiserver, kwok])
@@ -562,13 +540,13 @@ def operators_dir() -> Path:
     if override:
         return Path(override)
     printed = subprocess.run(
-        [str(HERE / "build-binaries"), "--print-operators-dir"], check=True, capture_output=True, text=True
+        [str(E2E / "build-binaries"), "--print-operators-dir"], check=True, capture_output=True, text=True
     )
     return Path(printed.stdout.strip().splitlines()[-1])
 
 
 def start_runtime(state: State, kubeconfig: Path) -> Proc | None:
-    """e2e/runtime.py: runs the real operators for the pods kfctl installs (needs root for namespaces).
+    """runtime.py: runs the real operators for the pods kfctl installs (needs root for namespaces).
 
     `up` does not build the operators (minutes): without them the runtime runs nothing and pods keep kwok's
     simulated behaviour, as it says in its log and here."""
@@ -586,11 +564,12 @@ def start_runtime(state: State, kubeconfig: Path) -> Proc | None:
         "runtime",
         [
             sys.executable,
-            str(HERE / "runtime.py"),
+            "-m",
+            "kfctl_testbed.runtime",
             f"--kubeconfig={kubeconfig}",
             f"--bin-dir={bin_dir}",
             f"--state-dir={runtime_dir(Path(state.state_dir))}",
-            # The API server's egress proxy (e2e/egress.py): the runtime knows the pids it leads to.
+            # The API server's egress proxy (egress.py): the runtime knows the pids it leads to.
             f"--egress-port={state.ports['egress']}",
             f"--egress-pki={Path(state.state_dir) / 'pki'}",
         ],
@@ -653,7 +632,7 @@ def create_storage_class(api: kube_rest.Client) -> None:
             "apiVersion": "storage.k8s.io/v1",
             "kind": "StorageClass",
             "metadata": {"name": "standard", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
-            # No provisioner: the stand-in creates a PersistentVolume for each claim (e2e/standin.py).
+            # No provisioner: the stand-in creates a PersistentVolume for each claim (standin.py).
             "provisioner": "kubernetes.io/no-provisioner",
             "volumeBindingMode": "Immediate",
             "reclaimPolicy": "Delete",
@@ -671,7 +650,7 @@ def ready_nodes(api: kube_rest.Client) -> int:
 
 
 def standin_active(api: kube_rest.Client) -> bool:
-    import standin
+    from kfctl_testbed import standin
 
     return standin.lease_holder(api) is not None
 
@@ -951,7 +930,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         for p in state.procs:
             print(f"  {p.name:<24} pid {p.pid:<8} {'running' if alive(p) else 'EXITED':<8} {p.log}")
         real = runtime_processes(Path(state.state_dir))
-        print(f"pods running real binaries (e2e/runtime.py): {len(real) or 'none'}")
+        print(f"pods running real binaries (runtime.py): {len(real) or 'none'}")
         for ref, pid in real:
             print(f"  {ref:<70} pid {pid}")
     return 0 if up else 2 if running else 1
@@ -1008,7 +987,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
     if not logs:
         raise ClusterError(
             f"no process ran for {ns}/{pod}{f' container {args.container}' if args.container else ''}: the runtime "
-            f"runs only containers whose image, repository and tag, maps to a built operator (e2e/runtime.py "
+            f"runs only containers whose image, repository and tag, maps to a built operator (runtime.py "
             f"RUNNABLE_IMAGES; another release of such a repository gets ErrImagePull); "
             f"its own log is {Path(state.state_dir) / 'logs' / 'runtime.log'}"
         )

@@ -1,4 +1,4 @@
-"""Sockets inside a pod's network namespace, for the process runtime (e2e/runtime.py). TEST CODE.
+"""Sockets inside a pod's network namespace, for the process runtime (runtime.py). TEST CODE.
 
 Each process the runtime runs has a network namespace of its own with only `lo`. A socket stays in the
 namespace it was made in, so a thread of ours enters the pod's namespace just for socket()/bind()/connect()

@@ -1,7 +1,7 @@
 """kwok's configuration for e2e/cluster: an explicit KwokConfiguration plus our pod stages. TEST CODE.
 
 The stages are in kwok-pod-stages.yaml (read it for what kwok does to pods). Which pods the process runtime
-(e2e/runtime.py) runs is known only at `up`: it depends on which operator binaries are built and on whether a
+(runtime.py) runs is known only at `up`: it depends on which operator binaries are built and on whether a
 runtime runs at all (it needs root). This module turns that into the CEL test the stages use for RUNTIME_POD:
 "some container's image is of a repository the runtime has a binary for", the same rule as
 runtime.is_runtime_image. It is the repository, not the release: a pod of a release without a binary is the
@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import yaml
-from runtime import RUNNABLE_IMAGES, built_releases
+
+from kfctl_testbed.runtime import RUNNABLE_IMAGES, built_releases
 
 STAGES_FILE = Path(__file__).resolve().parent / "kwok-pod-stages.yaml"
 PLACEHOLDER = "RUNTIME_POD"
@@ -45,9 +47,9 @@ def runtime_pod_expression(repositories: list[str]) -> str:
     return f"self.spec.containers.exists(c, {' || '.join(tests)})"
 
 
-def pod_stages(repositories: list[str], *, training_seconds: int = TRAINING_SECONDS) -> list[dict]:
+def pod_stages(repositories: list[str], *, training_seconds: int = TRAINING_SECONDS) -> list[dict[str, Any]]:
     """The Stage objects of kwok-pod-stages.yaml with RUNTIME_POD and TRAINING_SECONDS filled in."""
-    stages = yaml.safe_load(STAGES_FILE.read_text())["stages"]
+    stages: list[dict[str, Any]] = yaml.safe_load(STAGES_FILE.read_text())["stages"]
     expression = runtime_pod_expression(repositories)
     for stage in stages:
         for match in stage["spec"].get("selector", {}).get("matchExpressions", []):

@@ -1,6 +1,6 @@
-"""Readiness probes and pod status for the containers the process runtime runs (e2e/runtime.py). TEST CODE.
+"""Readiness probes and pod status for the containers the process runtime runs (runtime.py). TEST CODE.
 
-kwok's `pod-running-runtime` stage (e2e/kwok-pod-stages.yaml) makes such a pod Running with a podIP but not
+kwok's `pod-running-runtime` stage (kfctl_testbed/kwok-pod-stages.yaml) makes such a pod Running with a podIP but not
 Ready, and no kwok stage matches it again until it is deleted. From then on this module alone writes its
 `conditions` (ContainersReady, Ready) and `containerStatuses`, through the pods/status subresource, as a
 kubelet would:
@@ -42,9 +42,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import kube_rest
-from kube_rest import JSON
-from netns import connect_in_netns
+from kfctl_testbed import kube_rest
+from kfctl_testbed.kube_rest import JSON
+from kfctl_testbed.netns import connect_in_netns
 
 log = logging.getLogger("runtime")
 

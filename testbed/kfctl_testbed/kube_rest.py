@@ -1,4 +1,4 @@
-"""A minimal JSON client for the Kubernetes REST API, used by the e2e harness (e2e/cluster, e2e/standin.py).
+"""A minimal JSON client for the Kubernetes REST API, used by the e2e harness (e2e/cluster, standin.py).
 
 Test code only; kfctl never imports it. It exists so the harness needs neither kubectl nor the official
 client's model classes: it speaks plain JSON over one keep-alive HTTPS connection, authenticated as the
@@ -8,6 +8,7 @@ kubeconfig's current context says (client certificate or bearer token).
 from __future__ import annotations
 
 import base64
+import builtins
 import http.client
 import json
 import os
@@ -157,7 +158,7 @@ class Client:
     def merge_patch(self, path: str, patch: JSON) -> JSON:
         return self.request("PATCH", path, patch, content_type=MERGE_PATCH)
 
-    def json_patch(self, path: str, ops: list[JSON]) -> JSON:
+    def json_patch(self, path: str, ops: builtins.list[JSON]) -> JSON:
         return self.request("PATCH", path, ops, content_type=JSON_PATCH)
 
     def delete(self, path: str) -> None:

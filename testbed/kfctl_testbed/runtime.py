@@ -25,7 +25,7 @@ Each process logs to <state>/<ns>_<pod>_<container>.log, is restarted with a dou
 and stopped (SIGTERM, SIGKILL after the pod's grace period) when its pod goes away or stops Running.
 
 The pod's readiness is the processes' (podstatus.py, through pods/status): kwok leaves these pods Running but
-not Ready (e2e/kwok-pod-stages.yaml), and the runtime writes each container's state (running, or waiting
+not Ready (kfctl_testbed/kwok-pod-stages.yaml), and the runtime writes each container's state (running, or waiting
 after an exit, with lastState, exit code and restartCount) and Ready once every process passes its
 readinessProbe (httpGet and tcpSocket inside the process's network namespace; exec probes are not run and
 count as passing; no probe: ready once it runs).
@@ -39,7 +39,7 @@ release's own operator (the one stand-in, named as such, is the untagged `kubefl
 What it does not do: init containers, liveness and startup probes (a process is restarted only when it
 exits), resource limits, runAsUser (processes run as root), readOnlyRootFilesystem, Service environment variables
 other than the API server's, one network namespace shared by a pod's containers (each gets its own). The way
-in is the API server's egress proxy (e2e/egress.py, `--egress-port`), which this process serves since it knows the
+in is the API server's egress proxy (egress.py, `--egress-port`), which this process serves since it knows the
 pids: a webhook Service's cluster IP leads to 127.0.0.1:<targetPort> in the namespace of the pod's process.
 """
 
@@ -60,12 +60,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import egress
-import kube_rest
-from kube_rest import JSON, ApiError
-from netns import Relay
-from podstatus import PodStatusWriter, Termination
+from kfctl_testbed import egress, kube_rest
+from kfctl_testbed.kube_rest import JSON, ApiError
+from kfctl_testbed.netns import Relay
+from kfctl_testbed.podstatus import PodStatusWriter, Termination
 
 # Image repository (without tag or digest) → {tag → the binary e2e/build-binaries --operators builds for that
 # release}; tag "" is an untagged image. The releases of e2e/versions.env's *_VERSION keep the plain binary
@@ -241,7 +239,7 @@ def field_value(pod: JSON, path: str) -> str:
     meta, spec, status = pod["metadata"], pod["spec"], pod.get("status") or {}
     m = re.fullmatch(r"metadata\.(labels|annotations)\['(.+)'\]", path)
     if m:
-        return (meta.get(m.group(1)) or {}).get(m.group(2), "")
+        return str((meta.get(m.group(1)) or {}).get(m.group(2), ""))
     simple = {
         "metadata.name": meta.get("name"),
         "metadata.namespace": meta.get("namespace"),
@@ -353,8 +351,8 @@ class Runtime:
             ):
                 wanted[f"{meta['namespace']}/{meta['name']}"] = pod
         for ref, state in list(self.pods.items()):
-            pod = wanted.get(ref)
-            if pod is None or pod["metadata"]["uid"] != state.uid:
+            old = wanted.get(ref)
+            if old is None or old["metadata"]["uid"] != state.uid:
                 self.stop_pod(ref)
         for ref, pod in wanted.items():
             try:
@@ -700,7 +698,7 @@ def sync_dir(directory: Path, files: dict[str, bytes]) -> None:
         if target.is_file() and target.read_bytes() == content:
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.{hashlib.sha1(content).hexdigest()[:8]}")
+        tmp = target.with_name(f".{target.name}.{hashlib.sha256(content).hexdigest()[:8]}")
         tmp.write_bytes(content)
         os.replace(tmp, target)
     for existing in directory.rglob("*"):
@@ -728,7 +726,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kubeconfig", required=True)
     parser.add_argument("--bin-dir", required=True, type=Path, help="where the operators' binaries are")
     parser.add_argument("--state-dir", required=True, type=Path, help="volumes and logs go here")
-    parser.add_argument("--egress-port", type=int, help="serve kube-apiserver's egress proxy here (e2e/egress.py)")
+    parser.add_argument("--egress-port", type=int, help="serve kube-apiserver's egress proxy here (egress.py)")
     parser.add_argument("--egress-pki", type=Path, help="the cluster's pki dir: the proxy's TLS (with --egress-port)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")

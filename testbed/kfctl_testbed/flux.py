@@ -25,11 +25,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import localcluster
 import pytest
-from kfctl_testbed import gitserver
 
-E2E_DIR = Path(__file__).resolve().parent
+from kfctl_testbed import gitserver, localcluster
+
+E2E_DIR = Path(__file__).resolve().parents[2] / "e2e"
 CRDS = (E2E_DIR / "crds" / "flux-source-controller.yaml", E2E_DIR / "crds" / "flux-kustomize-controller.yaml")
 CRD_NAMES = (
     "buckets.source.toolkit.fluxcd.io",
@@ -108,7 +108,7 @@ class Flux:
 
 
 def _ready(url: str) -> bool:
-    with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=2) as r:
+    with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=2) as r:  # noqa: S310 (http://127.0.0.1 only)
         return bool(r.status == 200)
     return False
 
