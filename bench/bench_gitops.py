@@ -33,6 +33,7 @@ import yaml
 from benchlib import Samples, fresh_cluster, kfctl_argv, log, run_measured
 from kfctl_testbed import flux as flux_support
 from kfctl_testbed import gitserver, kube_rest
+from kfctl_testbed.poll import poll
 
 NAME = "bench"
 APP_PATH = f"clusters/{NAME}"
@@ -93,22 +94,18 @@ def flux_install(kc: str, app: Path, repo: flux_support.Repo, names: list[str], 
             source = (repo.work / EXPORT_PATH / f"gitrepository-{NAME}.yaml").read_text()
             start = time.perf_counter()
             flux_support.kubectl(kc, "apply", "--server-side", "-f", "-", stdin=source)
-            _until(lambda: flux_support.is_ready(api.get(f"{flux_support.GITREPOSITORIES}/{NAME}") or {}), 120)
+            poll(
+                lambda: flux_support.is_ready(api.get(f"{flux_support.GITREPOSITORIES}/{NAME}") or {}),
+                timeout=120,
+                what=f"GitRepository {NAME} Ready",
+            )
             flux_support.kubectl(kc, "apply", "--server-side", "-f", "-", stdin=parent())
-            _until(lambda: api.get("/api/v1/namespaces/kubeflow") is not None, 300)
+            poll(lambda: api.get("/api/v1/namespaces/kubeflow") is not None, timeout=300, what="namespace kubeflow")
             run_measured(kfctl_argv("secrets", "apply", str(app), "--kubeconfig", kc)).check()
             flux_support.wait_all_ready(api, ["platform-sync", *names], timeout=1200, flux=flux)
             return time.perf_counter() - start
     finally:
         api.close()
-
-
-def _until(check: Any, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out after {timeout:.0f} s")
-        time.sleep(0.2)
 
 
 def measure(root: Path, *, runs: int) -> GitopsFigures:

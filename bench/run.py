@@ -28,8 +28,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 import bench_full_platform
 import bench_generate
 import bench_gitops

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import Cluster, api_client, poll, run_cluster
+from harness import Cluster, poll, run_cluster
+from kfctl_testbed import kube_rest
 
 INSTALL_HINT = (
     "kfctl's e2e tests need a Kubernetes API server. Either set KUBECONFIG to a cluster you have, or let "
@@ -149,34 +150,27 @@ def loopback_webhooks(cluster: Cluster) -> None:
 
 
 @pytest.fixture(scope="session")
-def k8s(kubeconfig: str) -> Iterator[Any]:
-    """A kubernetes.client.ApiClient for the session's cluster."""
-    client = api_client(kubeconfig)
+def api(kubeconfig: str) -> Iterator[kube_rest.Client]:
+    """The tests' client for the session's cluster: kfctl_testbed.kube_rest, never kfctl's own kfctl/k8s (the
+    tests' oracle must not be the code under test); plain JSON dicts in and out, ApiError on HTTP errors."""
+    client = kube_rest.Client(kubeconfig)
     yield client
     client.close()
 
 
 @pytest.fixture
-def namespace(k8s: Any) -> Iterator[str]:
+def namespace(api: kube_rest.Client) -> Iterator[str]:
     """A fresh namespace, deleted (without waiting) after the test."""
-    from kubernetes import client
-
     name = f"e2e-{uuid.uuid4().hex[:8]}"
-    core = client.CoreV1Api(k8s)
-    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    api.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     yield name
-    try:
-        core.delete_namespace(name)
-    except client.ApiException as e:
-        if e.status != 404:
-            raise
+    api.delete(f"/api/v1/namespaces/{name}")  # a 404 is fine: the test may have deleted it
 
 
 @pytest.fixture(scope="session")
 def running_standin(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Makes sure a stand-in controller (kfctl_testbed.standin) acts on the cluster: the one `e2e/cluster up` runs,
     or else one started for this session."""
-    from kfctl_testbed import kube_rest
     from kfctl_testbed import standin as standin_module
 
     api = kube_rest.Client(cluster.kubeconfig)

@@ -1,5 +1,5 @@
-"""What kfctl's e2e tests share besides fixtures: the handle of a test cluster, an API client for it and
-`poll`, and `run_cluster` (e2e/cluster as a subprocess)."""
+"""What kfctl's e2e tests share besides fixtures: the handle of a test cluster, `poll`, and `run_cluster`
+(e2e/cluster as a subprocess). Their API client is kfctl_testbed.kube_rest (the `api` fixture)."""
 
 from __future__ import annotations
 
@@ -8,16 +8,17 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 import pytest
+from kfctl_testbed import poll as testbed_poll
 
 E2E_DIR = Path(__file__).resolve().parent
 CLUSTER = E2E_DIR / "cluster"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -51,25 +52,10 @@ def run_cluster(*args: str, timeout: float = 120) -> subprocess.CompletedProcess
     )
 
 
-def api_client(kubeconfig: str) -> Any:
-    from kubernetes import config
-
-    return config.new_client_from_config(config_file=kubeconfig)
-
-
-def poll(check: Callable[[], Any], *, timeout: float, what: str, interval: float = 0.2) -> Any:
-    """Return check()'s first truthy result; fail the test after `timeout` seconds. Errors count as
-    not-yet, and the last one is shown on timeout."""
-    deadline = time.monotonic() + timeout
-    last_error: Exception | None = None
-    while True:
-        try:
-            result = check()
-            if result:
-                return result
-        except Exception as e:
-            last_error = e
-        if time.monotonic() > deadline:
-            detail = f" (last error: {last_error})" if last_error else ""
-            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}{detail}", pytrace=False)
-        time.sleep(interval)
+def poll(check: Callable[[], T], *, timeout: float, what: str, interval: float = 0.2) -> T:
+    """check()'s first truthy result (kfctl_testbed.poll: errors count as not-yet); after `timeout` seconds the
+    test fails, naming `what` and the last result or error."""
+    try:
+        return testbed_poll.poll(check, timeout=timeout, what=what, interval=interval)
+    except testbed_poll.PollTimeout as e:
+        pytest.fail(str(e), pytrace=False)

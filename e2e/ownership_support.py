@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 import yaml
 from apply_support import REPO, Run, kubectl
+from harness import poll
 
 E2E_DIR = Path(__file__).resolve().parent
 CHART = E2E_DIR / "helm" / "cert-manager"
@@ -144,17 +145,18 @@ def settled_identities(
     """identities() once no resourceVersion has changed for ``quiet_for`` seconds: controllers (Deployment
     status, CRD Established, the stand-in's caBundle) have finished with the objects, so a later change
     is someone's write."""
-    deadline = time.monotonic() + timeout
     last = identities(kubeconfig, objects)
     since = time.monotonic()
-    while time.monotonic() < deadline:
-        time.sleep(0.5)
+
+    def settled() -> tuple[dict[str, dict[str, Any]]] | None:  # a tuple: an empty dict is an answer too
+        nonlocal last, since
         now = identities(kubeconfig, objects)
         if now != last:
             last, since = now, time.monotonic()
-        elif time.monotonic() - since >= quiet_for:
-            return now
-    raise AssertionError(f"the objects kept changing for {timeout:.0f} s")
+            return None
+        return (now,) if time.monotonic() - since >= quiet_for else None
+
+    return poll(settled, timeout=timeout, what=f"the objects to stay unchanged for {quiet_for:g} s", interval=0.5)[0]
 
 
 def kfctl_text(*args: str, kubeconfig: str, timeout: float = 900) -> Run:

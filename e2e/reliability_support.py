@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 from apply_support import REPO, kubectl
 from kfctl_testbed import kube_rest, localcluster
+from kfctl_testbed.poll import PollTimeout, poll
 
 PART_OF = "applyset.kubernetes.io/part-of"
 APPLYSET_ID = "applyset.kubernetes.io/id"
@@ -203,12 +204,11 @@ def stop_apiserver(state_dir: Path, *, timeout: float = 30) -> None:
     if not localcluster.alive(proc):
         return
     os.kill(proc.pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while localcluster.alive(proc):
-        if time.monotonic() > deadline:
-            os.kill(proc.pid, signal.SIGKILL)
-            deadline = time.monotonic() + 10
-        time.sleep(0.1)
+    try:
+        poll(lambda: not localcluster.alive(proc), timeout=timeout, what="kube-apiserver to exit", interval=0.1)
+    except PollTimeout:
+        os.kill(proc.pid, signal.SIGKILL)
+        poll(lambda: not localcluster.alive(proc), timeout=10, what="kube-apiserver to exit on SIGKILL", interval=0.1)
 
 
 def start_apiserver(state_dir: Path, *, timeout: float = 90) -> None:

@@ -7,6 +7,7 @@ until it answers. A webhook that denies is final: kfctl stops at once and quotes
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import socket
 import ssl
@@ -21,6 +22,7 @@ from typing import Any
 
 import pytest
 from apply_support import kfctl, kubectl, write_local_kfdef
+from harness import poll
 from kfctl_testbed import pki
 from kfctl_testbed.standin_webhook import answer_review, read_review
 
@@ -117,12 +119,13 @@ def register_and_wait_active(kubeconfig: str, config: dict[str, Any], selector: 
         timeout=60,
     )
     label = ",".join(f"{k}={v}" for k, v in selector.items())
-    deadline = time.monotonic() + 30
-    for i in range(1000):
+    probes = itertools.count()
+
+    def refused() -> bool:
         probe = {
             "apiVersion": "v1",
             "kind": "ConfigMap",
-            "metadata": {"name": f"probe-{i}", "namespace": ns, "labels": selector},
+            "metadata": {"name": f"probe-{next(probes)}", "namespace": ns, "labels": selector},
         }
         proc = subprocess.run(
             ["kubectl", "--kubeconfig", kubeconfig, "create", "-f", "-"],
@@ -133,10 +136,11 @@ def register_and_wait_active(kubeconfig: str, config: dict[str, Any], selector: 
             check=False,
         )
         if proc.returncode != 0:
-            return
+            return True
         kubectl(kubeconfig, "delete", "configmap", "-n", ns, "-l", label, check=False)
-        assert time.monotonic() < deadline, "the webhook configuration never took effect"
-        time.sleep(0.5)
+        return False
+
+    poll(refused, timeout=30, what="the webhook configuration to take effect (a labelled probe refused)", interval=0.5)
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """Smoke tests of the e2e cluster itself: what kfctl's end-to-end tests rely on works for real.
 
-Everything goes through the real API server with the official Python client. Waits poll with deadlines;
-none of these is a timed test.
+Everything goes through the real API server with the tests' client (kfctl_testbed.kube_rest, plain JSON).
+Waits poll with deadlines; none of these is a timed test.
 """
 
 from __future__ import annotations
@@ -18,289 +18,255 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from harness import Cluster, poll
 from kfctl_testbed import localcluster, pki, standin
-from kubernetes import client
+from kfctl_testbed.kube_rest import JSON, ApiError, Client
 
 pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parent.parent
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"  # never pulled in the local cluster: kwok runs no containers
 GPU_LABEL = "nvidia.com/gpu.present"
+NODES = "/api/v1/nodes"
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+VALIDATING_WEBHOOKS = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
 
 
-def meta(name: str, namespace: str | None = None, **kwargs: Any) -> client.V1ObjectMeta:
-    return client.V1ObjectMeta(name=name, namespace=namespace, **kwargs)
+def core(namespace: str, plural: str) -> str:
+    """The path of a core (v1) resource in a namespace."""
+    return f"/api/v1/namespaces/{namespace}/{plural}"
 
 
-def pod_spec(**kwargs: Any) -> client.V1PodSpec:
-    return client.V1PodSpec(containers=[client.V1Container(name="main", image=PAUSE_IMAGE)], **kwargs)
+def apps(namespace: str, plural: str) -> str:
+    return f"/apis/apps/v1/namespaces/{namespace}/{plural}"
 
 
-def condition(obj: Any, kind: str) -> str | None:
-    for c in (obj.status.conditions or []) if obj.status else []:
-        if c.type == kind:
-            return str(c.status)
+def obj(api_version: str, kind: str, name: str, **fields: Any) -> JSON:
+    return {"apiVersion": api_version, "kind": kind, "metadata": {"name": name}, **fields}
+
+
+def pod_spec(**kwargs: Any) -> JSON:
+    return {"containers": [{"name": "main", "image": PAUSE_IMAGE}], **kwargs}
+
+
+def deployment(name: str, labels: dict[str, str], *, replicas: int) -> JSON:
+    return obj(
+        "apps/v1",
+        "Deployment",
+        name,
+        spec={
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": pod_spec()},
+        },
+    )
+
+
+def condition(o: JSON | None, kind: str) -> str | None:
+    for c in ((o or {}).get("status") or {}).get("conditions") or []:
+        if c.get("type") == kind:
+            return str(c.get("status"))
     return None
 
 
-def is_ready(node: client.V1Node) -> bool:
+def is_ready(node: JSON) -> bool:
     return condition(node, "Ready") == "True"
 
 
 # --- the cluster ------------------------------------------------------------------------------------
 
 
-def test_three_ready_nodes_one_with_a_gpu(k8s: Any) -> None:
-    core = client.CoreV1Api(k8s)
-    nodes = poll(
-        lambda: (
-            [n for n in core.list_node().items if is_ready(n)]
-            if sum(is_ready(n) for n in core.list_node().items) >= 3
-            else None
-        ),
-        timeout=60,
-        what="3 Ready nodes",
-    )
+def test_three_ready_nodes_one_with_a_gpu(api: Client) -> None:
+    def ready_nodes() -> list[JSON] | None:
+        ready = [n for n in api.list(NODES) if is_ready(n)]
+        return ready if len(ready) >= 3 else None
+
+    nodes = poll(ready_nodes, timeout=60, what="3 Ready nodes")
     assert len(nodes) == 3
-    gpu = [n for n in nodes if (n.metadata.labels or {}).get(GPU_LABEL) == "true"]
-    assert len(gpu) == 1, [n.metadata.name for n in gpu]
-    assert int(gpu[0].status.capacity.get("nvidia.com/gpu", "0")) > 0
+    gpu = [n for n in nodes if (n["metadata"].get("labels") or {}).get(GPU_LABEL) == "true"]
+    assert len(gpu) == 1, [n["metadata"]["name"] for n in gpu]
+    assert int(gpu[0]["status"]["capacity"].get("nvidia.com/gpu", "0")) > 0
 
 
-def test_version_matches_versions_file(k8s: Any, cluster: Cluster) -> None:
+def test_version_matches_versions_file(api: Client, cluster: Cluster) -> None:
     if not cluster.ours:
         pytest.skip("the cluster came from $KUBECONFIG; its version is not ours to check")
-    version = client.VersionApi(k8s).get_code()
-    assert version.git_version == localcluster.read_versions()["KUBERNETES_VERSION"]
+    version = api.request("GET", "/version")
+    assert version["gitVersion"] == localcluster.read_versions()["KUBERNETES_VERSION"]
 
 
-def test_deployment_becomes_available(k8s: Any, namespace: str) -> None:
-    apps = client.AppsV1Api(k8s)
-    labels = {"app": "smoke"}
-    apps.create_namespaced_deployment(
-        namespace,
-        client.V1Deployment(
-            metadata=meta("smoke", namespace),
-            spec=client.V1DeploymentSpec(
-                replicas=2,
-                selector=client.V1LabelSelector(match_labels=labels),
-                template=client.V1PodTemplateSpec(metadata=meta("", labels=labels), spec=pod_spec()),
-            ),
-        ),
-    )
+def test_deployment_becomes_available(api: Client, namespace: str) -> None:
+    api.create(apps(namespace, "deployments"), deployment("smoke", {"app": "smoke"}, replicas=2))
 
     def available() -> bool:
-        d = apps.read_namespaced_deployment("smoke", namespace)
-        return condition(d, "Available") == "True" and d.status.available_replicas == 2
+        d = api.get(f"{apps(namespace, 'deployments')}/smoke")
+        return condition(d, "Available") == "True" and (d or {})["status"].get("availableReplicas") == 2
 
     poll(available, timeout=60, what="Deployment smoke to become Available with 2 replicas")
 
 
-def test_job_completes(k8s: Any, namespace: str) -> None:
-    batch = client.BatchV1Api(k8s)
-    batch.create_namespaced_job(
-        namespace,
-        client.V1Job(
-            metadata=meta("smoke", namespace),
-            spec=client.V1JobSpec(
-                backoff_limit=0,
-                template=client.V1PodTemplateSpec(spec=pod_spec(restart_policy="Never")),
-            ),
+def test_job_completes(api: Client, namespace: str) -> None:
+    jobs = f"/apis/batch/v1/namespaces/{namespace}/jobs"
+    api.create(
+        jobs,
+        obj(
+            "batch/v1", "Job", "smoke", spec={"backoffLimit": 0, "template": {"spec": pod_spec(restartPolicy="Never")}}
         ),
     )
     poll(
-        lambda: condition(batch.read_namespaced_job("smoke", namespace), "Complete") == "True",
+        lambda: condition(api.get(f"{jobs}/smoke"), "Complete") == "True",
         timeout=60,
         what="Job smoke to complete",
     )
-    assert batch.read_namespaced_job("smoke", namespace).status.succeeded == 1
+    job = api.get(f"{jobs}/smoke")
+    assert job is not None and job["status"].get("succeeded") == 1
 
 
-def test_pvcs_of_the_default_class_bind(k8s: Any, namespace: str) -> None:
-    core = client.CoreV1Api(k8s)
-    storage = client.StorageV1Api(k8s)
+def test_pvcs_of_the_default_class_bind(api: Client, namespace: str) -> None:
     defaults = [
         sc
-        for sc in storage.list_storage_class().items
-        if (sc.metadata.annotations or {}).get("storageclass.kubernetes.io/is-default-class") == "true"
+        for sc in api.list("/apis/storage.k8s.io/v1/storageclasses")
+        if (sc["metadata"].get("annotations") or {}).get("storageclass.kubernetes.io/is-default-class") == "true"
     ]
-    assert [sc.metadata.name for sc in defaults] == ["standard"]
+    assert [sc["metadata"]["name"] for sc in defaults] == ["standard"]
 
     sizes = {"data-small": "10Gi", "data-large": "20Gi"}
     for name, size in sizes.items():
-        core.create_namespaced_persistent_volume_claim(
-            namespace,
-            client.V1PersistentVolumeClaim(
-                metadata=meta(name, namespace),
-                spec=client.V1PersistentVolumeClaimSpec(
-                    access_modes=["ReadWriteOnce"],
-                    resources=client.V1VolumeResourceRequirements(requests={"storage": size}),
-                ),
+        api.create(
+            core(namespace, "persistentvolumeclaims"),
+            obj(
+                "v1",
+                "PersistentVolumeClaim",
+                name,
+                spec={"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": size}}},
             ),
         )
         # A consumer, so that a WaitForFirstConsumer class (kind's) binds too.
-        core.create_namespaced_pod(
-            namespace,
-            client.V1Pod(
-                metadata=meta(f"use-{name}", namespace),
-                spec=pod_spec(
-                    volumes=[
-                        client.V1Volume(
-                            name="data",
-                            persistent_volume_claim=client.V1PersistentVolumeClaimVolumeSource(claim_name=name),
-                        )
-                    ],
-                ),
+        api.create(
+            core(namespace, "pods"),
+            obj(
+                "v1",
+                "Pod",
+                f"use-{name}",
+                spec=pod_spec(volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": name}}]),
             ),
         )
     for name, size in sizes.items():
         pvc = poll(
             lambda name=name: (
-                (p := core.read_namespaced_persistent_volume_claim(name, namespace)).status.phase == "Bound" and p
+                (p := api.get(f"{core(namespace, 'persistentvolumeclaims')}/{name}"))
+                and p.get("status", {}).get("phase") == "Bound"
+                and p
             ),
             timeout=60,
             what=f"PVC {name} to bind",
         )
-        assert pvc.spec.storage_class_name == "standard"
-        assert pvc.status.capacity["storage"] == size
+        assert pvc["spec"]["storageClassName"] == "standard"
+        assert pvc["status"]["capacity"]["storage"] == size
 
 
-def test_crd_becomes_established_and_serves_custom_resources(k8s: Any) -> None:
-    ext = client.ApiextensionsV1Api(k8s)
-    custom = client.CustomObjectsApi(k8s)
+def test_crd_becomes_established_and_serves_custom_resources(api: Client) -> None:
     group, plural = f"g{uuid.uuid4().hex[:8]}.e2e.kfctl.test", "widgets"
     crd_name = f"{plural}.{group}"
-    ext.create_custom_resource_definition(
-        client.V1CustomResourceDefinition(
-            metadata=meta(crd_name),
-            spec=client.V1CustomResourceDefinitionSpec(
-                group=group,
-                scope="Namespaced",
-                names=client.V1CustomResourceDefinitionNames(plural=plural, singular="widget", kind="Widget"),
-                versions=[
-                    client.V1CustomResourceDefinitionVersion(
-                        name="v1",
-                        served=True,
-                        storage=True,
-                        schema=client.V1CustomResourceValidation(
-                            open_apiv3_schema=client.V1JSONSchemaProps(
-                                type="object",
-                                properties={
-                                    "spec": client.V1JSONSchemaProps(
-                                        type="object", properties={"size": client.V1JSONSchemaProps(type="integer")}
-                                    )
+    widgets = f"/apis/{group}/v1/namespaces/default/{plural}"
+    api.create(
+        CRDS,
+        obj(
+            "apiextensions.k8s.io/v1",
+            "CustomResourceDefinition",
+            crd_name,
+            spec={
+                "group": group,
+                "scope": "Namespaced",
+                "names": {"plural": plural, "singular": "widget", "kind": "Widget"},
+                "versions": [
+                    {
+                        "name": "v1",
+                        "served": True,
+                        "storage": True,
+                        "schema": {
+                            "openAPIV3Schema": {
+                                "type": "object",
+                                "properties": {
+                                    "spec": {"type": "object", "properties": {"size": {"type": "integer"}}},
                                 },
-                            )
-                        ),
-                    )
+                            }
+                        },
+                    }
                 ],
-            ),
-        )
+            },
+        ),
     )
     try:
         poll(
-            lambda: condition(ext.read_custom_resource_definition(crd_name), "Established") == "True",
+            lambda: condition(api.get(f"{CRDS}/{crd_name}"), "Established") == "True",
             timeout=30,
             what=f"CRD {crd_name} to be Established",
         )
         body = {"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "w1"}, "spec": {"size": 3}}
         # Established can precede the API server's discovery of the new group by a moment.
-        poll(
-            lambda: custom.create_namespaced_custom_object(group, "v1", "default", plural, body),
-            timeout=15,
-            what="creating a Widget",
-        )
-        got = custom.get_namespaced_custom_object(group, "v1", "default", plural, "w1")
-        assert got["spec"] == {"size": 3}
-        with pytest.raises(client.ApiException) as invalid:
-            custom.create_namespaced_custom_object(
-                group, "v1", "default", plural, {**body, "metadata": {"name": "w2"}, "spec": {"size": "big"}}
-            )
+        poll(lambda: api.create(widgets, body), timeout=15, what="creating a Widget")
+        got = api.get(f"{widgets}/w1")
+        assert got is not None and got["spec"] == {"size": 3}
+        with pytest.raises(ApiError) as invalid:
+            api.create(widgets, {**body, "metadata": {"name": "w2"}, "spec": {"size": "big"}})
         assert invalid.value.status == 422  # the schema is enforced by the real API server
     finally:
-        ext.delete_custom_resource_definition(crd_name)
+        api.delete(f"{CRDS}/{crd_name}")
 
 
-def test_deleting_a_namespace_with_objects_finishes(k8s: Any) -> None:
-    core, apps = client.CoreV1Api(k8s), client.AppsV1Api(k8s)
+def test_deleting_a_namespace_with_objects_finishes(api: Client) -> None:
     name = f"e2e-doomed-{uuid.uuid4().hex[:6]}"
-    core.create_namespace(client.V1Namespace(metadata=meta(name)))
-    core.create_namespaced_config_map(name, client.V1ConfigMap(metadata=meta("cm", name), data={"a": "b"}))
-    core.create_namespaced_secret(name, client.V1Secret(metadata=meta("s", name), string_data={"a": "b"}))
-    core.create_namespaced_service(
-        name,
-        client.V1Service(
-            metadata=meta("svc", name),
-            spec=client.V1ServiceSpec(selector={"app": "x"}, ports=[client.V1ServicePort(port=80)]),
-        ),
+    api.create("/api/v1/namespaces", obj("v1", "Namespace", name))
+    api.create(core(name, "configmaps"), obj("v1", "ConfigMap", "cm", data={"a": "b"}))
+    api.create(core(name, "secrets"), obj("v1", "Secret", "s", stringData={"a": "b"}))
+    api.create(
+        core(name, "services"), obj("v1", "Service", "svc", spec={"selector": {"app": "x"}, "ports": [{"port": 80}]})
     )
-    labels = {"app": "x"}
-    apps.create_namespaced_deployment(
-        name,
-        client.V1Deployment(
-            metadata=meta("d", name),
-            spec=client.V1DeploymentSpec(
-                replicas=2,
-                selector=client.V1LabelSelector(match_labels=labels),
-                template=client.V1PodTemplateSpec(metadata=meta("", labels=labels), spec=pod_spec()),
-            ),
-        ),
-    )
-    poll(lambda: len(core.list_namespaced_pod(name).items) == 2, timeout=60, what="the Deployment's 2 pods")
+    api.create(apps(name, "deployments"), deployment("d", {"app": "x"}, replicas=2))
+    poll(lambda: len(api.list(core(name, "pods"))) == 2, timeout=60, what="the Deployment's 2 pods")
 
-    core.delete_namespace(name)
+    api.request("DELETE", f"/api/v1/namespaces/{name}")
 
-    def gone() -> bool:
-        try:
-            core.read_namespace(name)
-        except client.ApiException as e:
-            return e.status == 404
-        return False
-
-    poll(gone, timeout=90, what=f"namespace {name} to be deleted")
+    poll(lambda: api.get(f"/api/v1/namespaces/{name}") is None, timeout=90, what=f"namespace {name} to be deleted")
 
 
-def test_gpu_daemonset_runs_only_on_the_gpu_node(k8s: Any, namespace: str) -> None:
-    core, apps = client.CoreV1Api(k8s), client.AppsV1Api(k8s)
+def test_gpu_daemonset_runs_only_on_the_gpu_node(api: Client, namespace: str) -> None:
     labels = {"app": "gpu-only"}
-    affinity = client.V1Affinity(
-        node_affinity=client.V1NodeAffinity(
-            required_during_scheduling_ignored_during_execution=client.V1NodeSelector(
-                node_selector_terms=[
-                    client.V1NodeSelectorTerm(
-                        match_expressions=[
-                            client.V1NodeSelectorRequirement(key=GPU_LABEL, operator="In", values=["true"])
-                        ]
-                    )
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": GPU_LABEL, "operator": "In", "values": ["true"]}]},
                 ]
-            ),
-        )
-    )
-    apps.create_namespaced_daemon_set(
-        namespace,
-        client.V1DaemonSet(
-            metadata=meta("gpu-only", namespace),
-            spec=client.V1DaemonSetSpec(
-                selector=client.V1LabelSelector(match_labels=labels),
-                template=client.V1PodTemplateSpec(
-                    metadata=meta("", labels=labels),
-                    spec=pod_spec(
+            }
+        }
+    }
+    api.create(
+        apps(namespace, "daemonsets"),
+        obj(
+            "apps/v1",
+            "DaemonSet",
+            "gpu-only",
+            spec={
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": pod_spec(
                         affinity=affinity,
-                        tolerations=[client.V1Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")],
+                        tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
                     ),
-                ),
-            ),
+                },
+            },
         ),
     )
 
     def ready() -> bool:
-        ds = apps.read_namespaced_daemon_set("gpu-only", namespace)
-        s = ds.status
-        return bool(s.desired_number_scheduled and s.number_ready == s.desired_number_scheduled)
+        s = (api.get(f"{apps(namespace, 'daemonsets')}/gpu-only") or {}).get("status") or {}
+        return bool(s.get("desiredNumberScheduled") and s.get("numberReady") == s["desiredNumberScheduled"])
 
     poll(ready, timeout=60, what="DaemonSet gpu-only to be ready")
-    gpu_nodes = {n.metadata.name for n in core.list_node(label_selector=f"{GPU_LABEL}=true").items}
-    pods = core.list_namespaced_pod(namespace, label_selector="app=gpu-only").items
-    assert {p.spec.node_name for p in pods} == gpu_nodes
+    gpu_nodes = {n["metadata"]["name"] for n in api.list(NODES, query={"labelSelector": f"{GPU_LABEL}=true"})}
+    pods = api.list(core(namespace, "pods"), query={"labelSelector": "app=gpu-only"})
+    assert {p["spec"].get("nodeName") for p in pods} == gpu_nodes
     assert len(pods) == len(gpu_nodes) == 1
 
 
@@ -310,10 +276,9 @@ CERT_MANAGER_CRDS = ("issuers.cert-manager.io", "clusterissuers.cert-manager.io"
 
 
 @pytest.fixture(scope="module")
-def cert_manager_crds(k8s: Any, running_standin: None) -> Any:
+def cert_manager_crds(api: Client, running_standin: None) -> Any:
     """cert-manager's CRDs from the repository's manifests (created if missing; removed again if we made
     them). The stand-in was running before they existed, which is part of what is tested."""
-    ext = client.ApiextensionsV1Api(k8s)
     docs = {}
     for path in sorted((REPO / "manifests" / "cert-manager").glob("crd-*.yaml")):
         for doc in yaml.safe_load_all(path.read_text()):
@@ -324,42 +289,40 @@ def cert_manager_crds(k8s: Any, running_standin: None) -> Any:
     created = []
     for name in CERT_MANAGER_CRDS:
         try:
-            ext.create_custom_resource_definition(docs[name])
+            api.create(CRDS, docs[name])
             created.append(name)
-        except client.ApiException as e:
+        except ApiError as e:
             if e.status != 409:
                 raise
     for name in CERT_MANAGER_CRDS:
         poll(
-            lambda name=name: condition(ext.read_custom_resource_definition(name), "Established") == "True",
+            lambda name=name: condition(api.get(f"{CRDS}/{name}"), "Established") == "True",
             timeout=30,
             what=f"CRD {name} to be Established",
         )
     yield
     for name in created:
-        ext.delete_custom_resource_definition(name)
+        api.delete(f"{CRDS}/{name}")
 
 
-def cert_manager_object(custom: client.CustomObjectsApi, plural: str, namespace: str, body: dict[str, Any]) -> Any:
+def cert_manager_path(namespace: str, plural: str) -> str:
+    return f"/apis/cert-manager.io/v1/namespaces/{namespace}/{plural}"
+
+
+def cert_manager_object(api: Client, plural: str, namespace: str, body: JSON) -> JSON:
     # The new group can take a moment to appear in the API server's discovery after Established.
     return poll(
-        lambda: custom.create_namespaced_custom_object("cert-manager.io", "v1", namespace, plural, body),
+        lambda: api.create(cert_manager_path(namespace, plural), body),
         timeout=15,
         what=f"creating a {body['kind']}",
     )
 
 
-def ready_status(obj: dict[str, Any]) -> str | None:
-    for c in obj.get("status", {}).get("conditions") or []:
-        if c.get("type") == "Ready":
-            return str(c.get("status"))
-    return None
-
-
-def test_certificate_becomes_ready_with_a_valid_certificate(k8s: Any, namespace: str, cert_manager_crds: None) -> None:
-    custom, core = client.CustomObjectsApi(k8s), client.CoreV1Api(k8s)
+def test_certificate_becomes_ready_with_a_valid_certificate(
+    api: Client, namespace: str, cert_manager_crds: None
+) -> None:
     cert_manager_object(
-        custom,
+        api,
         "issuers",
         namespace,
         {
@@ -371,7 +334,7 @@ def test_certificate_becomes_ready_with_a_valid_certificate(k8s: Any, namespace:
     )
     dns_names = [f"webhook.{namespace}.svc", f"webhook.{namespace}.svc.cluster.local"]
     cert_manager_object(
-        custom,
+        api,
         "certificates",
         namespace,
         {
@@ -387,23 +350,14 @@ def test_certificate_becomes_ready_with_a_valid_certificate(k8s: Any, namespace:
     )
 
     poll(
-        lambda: (
-            ready_status(
-                custom.get_namespaced_custom_object("cert-manager.io", "v1", namespace, "issuers", "selfsigned")
-            )
-            == "True"
-        ),
+        lambda: condition(api.get(f"{cert_manager_path(namespace, 'issuers')}/selfsigned"), "Ready") == "True",
         timeout=30,
         what="Issuer selfsigned to be Ready",
     )
     cert = poll(
         lambda: (
-            (
-                c := custom.get_namespaced_custom_object(
-                    "cert-manager.io", "v1", namespace, "certificates", "serving-cert"
-                )
-            )
-            and ready_status(c) == "True"
+            (c := api.get(f"{cert_manager_path(namespace, 'certificates')}/serving-cert"))
+            and condition(c, "Ready") == "True"
             and c
         ),
         timeout=30,
@@ -411,9 +365,10 @@ def test_certificate_becomes_ready_with_a_valid_certificate(k8s: Any, namespace:
     )
     assert cert["status"]["notAfter"]
 
-    secret = core.read_namespaced_secret("webhook-server-cert", namespace)
-    assert secret.type == "kubernetes.io/tls"
-    data = {k: base64.b64decode(v) for k, v in secret.data.items()}
+    secret = api.get(f"{core(namespace, 'secrets')}/webhook-server-cert")
+    assert secret is not None
+    assert secret["type"] == "kubernetes.io/tls"
+    data = {k: base64.b64decode(v) for k, v in secret["data"].items()}
     assert {"tls.crt", "tls.key", "ca.crt"} <= set(data)
     leaf = pki.first_cert(data["tls.crt"])
     ca = pki.first_cert(data["ca.crt"])
@@ -430,11 +385,9 @@ def test_certificate_becomes_ready_with_a_valid_certificate(k8s: Any, namespace:
         ca_key.verify(leaf.signature, leaf.tbs_certificate_bytes, ec.ECDSA(leaf.signature_hash_algorithm))
 
 
-def test_ca_is_injected_where_inject_ca_from_asks(k8s: Any, namespace: str, cert_manager_crds: None) -> None:
-    custom, core = client.CustomObjectsApi(k8s), client.CoreV1Api(k8s)
-    admission = client.AdmissionregistrationV1Api(k8s)
+def test_ca_is_injected_where_inject_ca_from_asks(api: Client, namespace: str, cert_manager_crds: None) -> None:
     cert_manager_object(
-        custom,
+        api,
         "issuers",
         namespace,
         {
@@ -445,7 +398,7 @@ def test_ca_is_injected_where_inject_ca_from_asks(k8s: Any, namespace: str, cert
         },
     )
     cert_manager_object(
-        custom,
+        api,
         "certificates",
         namespace,
         {
@@ -476,33 +429,33 @@ def test_ca_is_injected_where_inject_ca_from_asks(k8s: Any, namespace: str, cert
         ],
         "clientConfig": {"service": {"name": "hook", "namespace": namespace, "path": "/validate"}},
     }
-    admission.create_validating_webhook_configuration(
+    api.create(
+        VALIDATING_WEBHOOKS,
         {
             "apiVersion": "admissionregistration.k8s.io/v1",
             "kind": "ValidatingWebhookConfiguration",
             "metadata": {"name": name, "annotations": {standin.INJECT_CA_FROM: f"{namespace}/webhook-cert"}},
             "webhooks": [webhook, {**webhook, "name": f"also-never-called.{namespace}.e2e.kfctl.test"}],
-        }
+        },
     )
     try:
         secret = poll(
-            lambda: core.read_namespaced_secret("webhook-cert", namespace), timeout=30, what="Secret webhook-cert"
+            lambda: api.get(f"{core(namespace, 'secrets')}/webhook-cert"), timeout=30, what="Secret webhook-cert"
         )
-        ca = secret.data["ca.crt"]
+        ca = secret["data"]["ca.crt"]
 
         def injected() -> bool:
-            hooks = admission.read_validating_webhook_configuration(name).webhooks
-            return all(h.client_config.ca_bundle == ca for h in hooks)
+            hooks = (api.get(f"{VALIDATING_WEBHOOKS}/{name}") or {})["webhooks"]
+            return all(h["clientConfig"].get("caBundle") == ca for h in hooks)
 
         poll(injected, timeout=30, what="caBundle to be injected into both webhooks")
     finally:
-        admission.delete_validating_webhook_configuration(name)
+        api.delete(f"{VALIDATING_WEBHOOKS}/{name}")
 
 
-def test_ca_is_injected_into_a_crd_conversion_webhook(k8s: Any, namespace: str, cert_manager_crds: None) -> None:
-    custom, core, ext = client.CustomObjectsApi(k8s), client.CoreV1Api(k8s), client.ApiextensionsV1Api(k8s)
+def test_ca_is_injected_into_a_crd_conversion_webhook(api: Client, namespace: str, cert_manager_crds: None) -> None:
     cert_manager_object(
-        custom,
+        api,
         "issuers",
         namespace,
         {
@@ -513,7 +466,7 @@ def test_ca_is_injected_into_a_crd_conversion_webhook(k8s: Any, namespace: str, 
         },
     )
     cert_manager_object(
-        custom,
+        api,
         "certificates",
         namespace,
         {
@@ -530,7 +483,8 @@ def test_ca_is_injected_into_a_crd_conversion_webhook(k8s: Any, namespace: str, 
     group = f"g{uuid.uuid4().hex[:8]}.e2e.kfctl.test"
     crd_name = f"gadgets.{group}"
     # One version only: the API server never has anything to convert, so it never dials the webhook.
-    ext.create_custom_resource_definition(
+    api.create(
+        CRDS,
         {
             "apiVersion": "apiextensions.k8s.io/v1",
             "kind": "CustomResourceDefinition",
@@ -555,22 +509,22 @@ def test_ca_is_injected_into_a_crd_conversion_webhook(k8s: Any, namespace: str, 
                     },
                 },
             },
-        }
+        },
     )
     try:
         secret = poll(
-            lambda: core.read_namespaced_secret("conversion-cert", namespace), timeout=30, what="Secret conversion-cert"
+            lambda: api.get(f"{core(namespace, 'secrets')}/conversion-cert"), timeout=30, what="Secret conversion-cert"
         )
         poll(
             lambda: (
-                ext.read_custom_resource_definition(crd_name).spec.conversion.webhook.client_config.ca_bundle
-                == secret.data["ca.crt"]
+                (api.get(f"{CRDS}/{crd_name}") or {})["spec"]["conversion"]["webhook"]["clientConfig"].get("caBundle")
+                == secret["data"]["ca.crt"]
             ),
             timeout=30,
             what="caBundle to be injected into the CRD's conversion webhook",
         )
     finally:
-        ext.delete_custom_resource_definition(crd_name)
+        api.delete(f"{CRDS}/{crd_name}")
 
 
 # --- last: nothing our processes did left the loopback interface -----------------------------------------
@@ -586,42 +540,36 @@ def test_no_connection_leaves_loopback(cluster: Cluster) -> None:
     assert localcluster.non_loopback_sockets(state) == []
 
 
-def test_dynamic_serving_ca_secret_appears_while_its_deployment_exists(kubeconfig: str, namespace: str) -> None:
+def test_dynamic_serving_ca_secret_appears_while_its_deployment_exists(api: Client, namespace: str) -> None:
     """cert-manager's webhook makes its own CA Secret; the stand-in does it for DYNAMIC_SERVING_CAS. Tested with
     an entry for this test's namespace, reconciled in-process, so the cluster's own stand-in is not involved."""
-    from kfctl_testbed import kube_rest
-
-    api = kube_rest.Client(kubeconfig)
     entry = standin.DynamicServingCA(namespace, "webhook", "webhook-ca")
     controller = standin.StandIn(api, dynamic_serving_cas=(entry,))
     secret_path = f"/api/v1/namespaces/{namespace}/secrets/webhook-ca"
-    try:
-        controller.dynamic_serving_ca_secrets()
-        assert api.get(secret_path) is None, "no Deployment, no Secret"
-        labels = {"app": "webhook"}
-        api.create(
-            f"/apis/apps/v1/namespaces/{namespace}/deployments",
-            {
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "metadata": {"name": "webhook"},
-                "spec": {
-                    "selector": {"matchLabels": labels},
-                    "template": {
-                        "metadata": {"labels": labels},
-                        "spec": {"containers": [{"name": "main", "image": PAUSE_IMAGE}]},
-                    },
+    controller.dynamic_serving_ca_secrets()
+    assert api.get(secret_path) is None, "no Deployment, no Secret"
+    labels = {"app": "webhook"}
+    api.create(
+        f"/apis/apps/v1/namespaces/{namespace}/deployments",
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "webhook"},
+            "spec": {
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {"containers": [{"name": "main", "image": PAUSE_IMAGE}]},
                 },
             },
-        )
-        controller.dynamic_serving_ca_secrets()
-        secret = api.get(secret_path)
-        assert secret is not None
-        assert secret["metadata"]["annotations"][standin.ALLOW_DIRECT_INJECTION] == "true"
-        ca = pki.first_cert(base64.b64decode(secret["data"]["ca.crt"]))
-        assert ca is not None and ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
-        # Once it exists it is left alone: no rotation behind kfctl's back.
-        controller.dynamic_serving_ca_secrets()
-        assert api.get(secret_path)["metadata"]["resourceVersion"] == secret["metadata"]["resourceVersion"]
-    finally:
-        api.close()
+        },
+    )
+    controller.dynamic_serving_ca_secrets()
+    secret = api.get(secret_path)
+    assert secret is not None
+    assert secret["metadata"]["annotations"][standin.ALLOW_DIRECT_INJECTION] == "true"
+    ca = pki.first_cert(base64.b64decode(secret["data"]["ca.crt"]))
+    assert ca is not None and ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+    # Once it exists it is left alone: no rotation behind kfctl's back.
+    controller.dynamic_serving_ca_secrets()
+    assert api.get(secret_path)["metadata"]["resourceVersion"] == secret["metadata"]["resourceVersion"]

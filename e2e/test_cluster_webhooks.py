@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from harness import Cluster, poll
 from kfctl_testbed import localcluster, pki
+from kfctl_testbed.kube_rest import JSON, ApiError, Client
 from kfctl_testbed.standin_webhook import answer_review, read_review
-from kubernetes import client
 
 pytestmark = pytest.mark.e2e
 
@@ -43,17 +43,21 @@ def free_port() -> int:
 
 
 def test_webhook_fails_until_served_then_allows(
-    k8s: Any, cluster: Cluster, loopback_webhooks: None, tmp_path: Path
+    api: Client, cluster: Cluster, loopback_webhooks: None, tmp_path: Path
 ) -> None:
-    core, admission = client.CoreV1Api(k8s), client.AdmissionregistrationV1Api(k8s)
+    webhook_configs = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
     ca = pki.make_ca("e2e-webhook-test-ca")
     serving = pki.issue(common_name="127.0.0.1", ip_addresses=["127.0.0.1"], dns_names=["localhost"], ca=ca)
     port = free_port()
     suffix = uuid.uuid4().hex[:8]
     namespace, label = f"e2e-webhook-{suffix}", {"e2e.kfctl.test/webhook": suffix}
-    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace, labels=label)))
+    api.create(
+        "/api/v1/namespaces",
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": label}},
+    )
     config_name = f"e2e-{suffix}.kfctl.test"
-    admission.create_validating_webhook_configuration(
+    api.create(
+        webhook_configs,
         {
             "apiVersion": "admissionregistration.k8s.io/v1",
             "kind": "ValidatingWebhookConfiguration",
@@ -80,24 +84,29 @@ def test_webhook_fails_until_served_then_allows(
                     },
                 }
             ],
-        }
+        },
     )
     server: ThreadingHTTPServer | None = None
     try:
         attempts = iter(range(1_000_000))
 
-        def create_configmap() -> client.V1ConfigMap:
-            return core.create_namespaced_config_map(
-                namespace,
-                client.V1ConfigMap(metadata=client.V1ObjectMeta(name=f"cm-{next(attempts)}"), data={"k": "v"}),
+        def create_configmap() -> JSON:
+            return api.create(
+                f"/api/v1/namespaces/{namespace}/configmaps",
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": f"cm-{next(attempts)}"},
+                    "data": {"k": "v"},
+                },
             )
 
         def refused() -> str | None:
             # The API server picks up a new webhook configuration within a moment: until then creation works.
             try:
                 create_configmap()
-            except client.ApiException as e:
-                return str(e.body)
+            except ApiError as e:
+                return e.body
             return None
 
         error = poll(refused, timeout=30, what="creation to fail while nobody serves the webhook")
@@ -116,7 +125,7 @@ def test_webhook_fails_until_served_then_allows(
         created = create_configmap()
         # The webhook was asked about our ConfigMap. Not necessarily last: the controller manager's retry of the
         # namespace's kube-root-ca.crt, refused while nobody served, may come after it.
-        assert created.metadata.name in [r["name"] for r in AllowingWebhook.seen if r["operation"] == "CREATE"]
+        assert created["metadata"]["name"] in [r["name"] for r in AllowingWebhook.seen if r["operation"] == "CREATE"]
 
         # The API server called the webhook at 127.0.0.1 and nothing else.
         state = localcluster.State.load(cluster.state_dir) if cluster.ours else None
@@ -126,5 +135,5 @@ def test_webhook_fails_until_served_then_allows(
         if server is not None:
             server.shutdown()
             server.server_close()
-        admission.delete_validating_webhook_configuration(config_name)
-        core.delete_namespace(namespace)
+        api.delete(f"{webhook_configs}/{config_name}")
+        api.request("DELETE", f"/api/v1/namespaces/{namespace}")

@@ -19,7 +19,6 @@ import ssl
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,13 +40,6 @@ def state(cluster: Cluster, pod_runtime: Path) -> localcluster.State:
         pytest.skip("the egress proxy belongs to e2e/cluster's local control plane")
     assert "egress" in loaded.ports, f"{cluster.state_dir}: started before the egress proxy existed; `down` and `up`"
     return loaded
-
-
-@pytest.fixture
-def api(kubeconfig: str) -> Iterator[kube_rest.Client]:
-    client = kube_rest.Client(kubeconfig)
-    yield client
-    client.close()
 
 
 def kubectl(kubeconfig: str, *args: str) -> subprocess.CompletedProcess[str]:

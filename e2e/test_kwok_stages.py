@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import calendar
 import time
-from typing import Any
 
 import pytest
 from harness import poll
@@ -60,13 +59,6 @@ def terminated(p: JSON) -> list[JSON]:
     states = {c["name"]: c["state"] for c in p["status"]["containerStatuses"]}
     assert all("terminated" in s for s in states.values()), states
     return [s["terminated"] for s in states.values()]
-
-
-@pytest.fixture
-def api(kubeconfig: str) -> Any:
-    client = kube_rest.Client(kubeconfig)
-    yield client
-    client.close()
 
 
 def finished(api: kube_rest.Client, path: str) -> JSON | None:

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from apply_support import REPO, Run, kfctl, kubectl, write_local_kfdef
+from harness import poll
 
 pytestmark = pytest.mark.e2e
 
@@ -62,13 +63,9 @@ def lease_holder(kubeconfig: str, ns: str, install: str) -> str:
 
 
 def wait_until_held(kubeconfig: str, ns: str, install: str, timeout: float = 120) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        holder = lease_holder(kubeconfig, ns, install)
-        if holder:
-            return holder
-        time.sleep(0.2)
-    raise AssertionError(f"no run took the lock of {install} within {timeout}s")
+    return poll(
+        lambda: lease_holder(kubeconfig, ns, install), timeout=timeout, what=f"a run to take the lock of {install}"
+    )
 
 
 def inventory_members(kubeconfig: str, ns: str, install: str) -> list[dict[str, str]]:

@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 from apply_support import CertManagerWebhookCA, Run, kfctl, kubectl, write_local_kfdef
 from harness import poll
+from kfctl_testbed import poll as testbed_poll
 from ownership_support import (
     Helm,
     chart_with,
@@ -79,22 +80,20 @@ def wait_gone(
     """Wait until the object is gone; on timeout say what holds it (a namespace's conditions name the content or
     finalizers left, or a discovery failure) and, given the `kfctl delete` run that was to remove it, what that
     run said of it (a namespace it kept names why)."""
-    deadline = time.monotonic() + timeout
-    while exists(kubeconfig, *what, namespace=namespace):
-        if time.monotonic() > deadline:
-            where = ["-n", namespace] if namespace else []
-            left = kubectl(kubeconfig, "get", *where, *what, "-o", "json", check=False)
-            status = json.loads(left).get("status", {}) if left.strip() else {}
-            said = ""
-            if deleted is not None:
-                subject = f"{what[0].capitalize()} {what[-1]}"
-                lines = [f"{e['event']}: {e['message']}" for e in deleted.events if e["subject"] == subject]
-                said = f"; kfctl delete (exit {deleted.code}) said of {subject}: {lines or 'nothing'}"
-            pytest.fail(
-                f"timed out after {timeout:.0f} s waiting for {' '.join(what)} gone; its status: {status}{said}",
-                pytrace=False,
-            )
-        time.sleep(0.2)
+    try:
+        testbed_poll.poll(
+            lambda: not exists(kubeconfig, *what, namespace=namespace), timeout=timeout, what=f"{' '.join(what)} gone"
+        )
+    except testbed_poll.PollTimeout as timed_out:
+        where = ["-n", namespace] if namespace else []
+        left = kubectl(kubeconfig, "get", *where, *what, "-o", "json", check=False)
+        status = json.loads(left).get("status", {}) if left.strip() else {}
+        said = ""
+        if deleted is not None:
+            subject = f"{what[0].capitalize()} {what[-1]}"
+            lines = [f"{e['event']}: {e['message']}" for e in deleted.events if e["subject"] == subject]
+            said = f"; kfctl delete (exit {deleted.code}) said of {subject}: {lines or 'nothing'}"
+        pytest.fail(f"{timed_out}; its status: {status}{said}", pytrace=False)
 
 
 def configmap(name: str, ns: str, value: str = "") -> dict[str, Any]:

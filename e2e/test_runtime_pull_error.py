@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from harness import poll
@@ -22,13 +21,6 @@ from runtime_support import condition
 pytestmark = pytest.mark.e2e
 
 IMAGE = "kserve/kserve-controller:v0.0.1-nonexistent"
-
-
-@pytest.fixture
-def api(kubeconfig: str) -> Any:
-    client = kube_rest.Client(kubeconfig)
-    yield client
-    client.close()
 
 
 def test_a_release_without_a_binary_gets_err_image_pull_and_no_process(

@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from harness import poll
 from kfctl_testbed import kube_rest
+from kfctl_testbed import poll as testbed_poll
 
 pytestmark = pytest.mark.e2e
 
@@ -138,21 +139,23 @@ def test_a_pod_whose_claim_binds_while_it_is_scheduled_is_not_forgotten(
         api.create(f"/api/v1/namespaces/{ns}/persistentvolumeclaims", claim(f"c{i}", size="1Gi", storage_class=None))
         created = time.monotonic()
         # One at a time: the next claim's volume would wake a forgotten pod itself and hide the problem.
-        while True:
-            scheduled = (api.get(f"/api/v1/namespaces/{ns}/pods/p{i}") or {}).get("spec", {}).get("nodeName")
-            if scheduled:
-                latencies.append(time.monotonic() - created)
-                break
-            if time.monotonic() - created > SCHEDULED_WITHIN:
-                c = api.get(f"/api/v1/namespaces/{ns}/persistentvolumeclaims/c{i}") or {}
-                conditions = (api.get(f"/api/v1/namespaces/{ns}/pods/p{i}") or {}).get("status", {}).get("conditions")
-                pytest.fail(
-                    f"pod {ns}/p{i} (claim {i + 1} of {SEQUENTIAL_CLAIMS}) still unscheduled {SCHEDULED_WITHIN:.0f} s "
-                    f"after creation; its claim is {c.get('status', {}).get('phase')} to "
-                    f"{c.get('spec', {}).get('volumeName')}; pod conditions: {conditions}",
-                    pytrace=False,
-                )
-            time.sleep(0.1)
+        try:
+            testbed_poll.poll(
+                lambda i=i: (api.get(f"/api/v1/namespaces/{ns}/pods/p{i}") or {}).get("spec", {}).get("nodeName"),
+                timeout=SCHEDULED_WITHIN,
+                what=f"pod {ns}/p{i} to be scheduled",
+                interval=0.1,
+            )
+        except testbed_poll.PollTimeout:
+            c = api.get(f"/api/v1/namespaces/{ns}/persistentvolumeclaims/c{i}") or {}
+            conditions = (api.get(f"/api/v1/namespaces/{ns}/pods/p{i}") or {}).get("status", {}).get("conditions")
+            pytest.fail(
+                f"pod {ns}/p{i} (claim {i + 1} of {SEQUENTIAL_CLAIMS}) still unscheduled {SCHEDULED_WITHIN:.0f} s "
+                f"after creation; its claim is {c.get('status', {}).get('phase')} to "
+                f"{c.get('spec', {}).get('volumeName')}; pod conditions: {conditions}",
+                pytrace=False,
+            )
+        latencies.append(time.monotonic() - created)
     latencies.sort()
     print(
         f"\n{SEQUENTIAL_CLAIMS} pods scheduled: median {latencies[len(latencies) // 2]:.1f} s, "

@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-import time
 import urllib.request
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from typing import Any
 import pytest
 
 from kfctl_testbed import gitserver, localcluster
+from kfctl_testbed.poll import PollTimeout, poll
 
 E2E_DIR = Path(__file__).resolve().parents[2] / "e2e"
 CRDS = (E2E_DIR / "crds" / "flux-source-controller.yaml", E2E_DIR / "crds" / "flux-kustomize-controller.yaml")
@@ -233,18 +233,30 @@ def wait_all_ready(
 ) -> dict[str, dict[str, Any]]:
     """Poll until every named Kustomization is Ready (at ``revision`` when given); their objects. Fails naming
     the not-Ready ones' conditions (and the controllers' log tails) on timeout."""
-    deadline = time.monotonic() + timeout
     last: dict[str, dict[str, Any]] = {}
-    while True:
+
+    def all_applied() -> bool:
+        nonlocal last
         last = {k["metadata"]["name"]: k for k in api.list(KUSTOMIZATIONS)}
         if all(n in last and applied(last[n], revision) for n in names):
-            return last
-        if time.monotonic() > deadline or not flux.alive():
-            waiting = {n: condition(last.get(n, {}), "Ready").get("message", "absent") for n in names}
-            pytest.fail(
-                f"Kustomizations not Ready after {timeout:.0f} s: "
-                + "; ".join(f"{n}: {m}" for n, m in waiting.items() if not applied(last.get(n, {}), revision))
-                + f"\n{flux.log_tail()}",
-                pytrace=False,
-            )
-        time.sleep(1)
+            return True
+        if not flux.alive():
+            raise _FluxStopped
+        return False
+
+    try:
+        poll(all_applied, timeout=timeout, what="the Kustomizations", interval=1, passes=(_FluxStopped,))
+    except (PollTimeout, _FluxStopped) as e:
+        waiting = {n: condition(last.get(n, {}), "Ready").get("message", "absent") for n in names}
+        error = f"\n(last error: {e.error})" if isinstance(e, PollTimeout) and e.error else ""
+        pytest.fail(
+            f"Kustomizations not Ready after {timeout:.0f} s: "
+            + "; ".join(f"{n}: {m}" for n, m in waiting.items() if not applied(last.get(n, {}), revision))
+            + f"{error}\n{flux.log_tail()}",
+            pytrace=False,
+        )
+    return last
+
+
+class _FluxStopped(Exception):
+    """A Flux controller exited: waiting longer is pointless."""

@@ -1,7 +1,9 @@
-"""A minimal JSON client for the Kubernetes REST API, used by the e2e harness (e2e/cluster, standin.py).
+"""A minimal JSON client for the Kubernetes REST API: the one client of kfctl's tests (e2e/, bench/) and of the
+test bed's own processes (localcluster, the stand-in, the runtime).
 
-Test code only; kfctl never imports it. It exists so the harness needs neither kubectl nor the official
-client's model classes: it speaks plain JSON over one keep-alive HTTPS connection, authenticated as the
+Test code only; kfctl never imports it, and it must never import kfctl: it is the tests' oracle, independent
+of kfctl's own client (kfctl/k8s/). It needs neither kubectl nor the official client and its model classes
+(nor their import time): it speaks plain JSON over one keep-alive HTTPS connection, authenticated as the
 kubeconfig's current context says (client certificate or bearer token).
 """
 
@@ -31,14 +33,19 @@ METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v
 
 
 class ApiError(Exception):
+    """An HTTP error answer: its status code, its raw body and, when the body is a Status object, its reason
+    ("NotFound", "AlreadyExists", "Invalid", "Conflict" …)."""
+
     def __init__(self, method: str, path: str, status: int, body: str) -> None:
         self.status = status
         self.body = body
         try:
-            detail = json.loads(body).get("message", body)
+            parsed = json.loads(body)
         except ValueError:
-            detail = body
-        super().__init__(f"{method} {path}: HTTP {status}: {detail}")
+            parsed = None
+        answer = parsed if isinstance(parsed, dict) else {}
+        self.reason: str | None = answer.get("reason")
+        super().__init__(f"{method} {path}: HTTP {status}: {answer.get('message', body)}")
 
 
 def webhook_not_answering(e: ApiError) -> bool:

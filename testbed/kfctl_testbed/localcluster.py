@@ -38,6 +38,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kfctl_testbed import egress, kube_rest, kwokstages, pki
+from kfctl_testbed.poll import PollTimeout, poll
 
 REPO = Path(__file__).resolve().parents[2]
 # The build recipes and version pins stay beside the e2e tests (e2e/build-binaries, e2e/versions.env).
@@ -167,18 +168,20 @@ def stop_procs(procs: list[Proc], *, grace: float = 15.0) -> list[str]:
         if alive(proc):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(proc.pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and any(alive(p) for p in procs):
-        time.sleep(0.1)
+    _wait_exited(procs, timeout=grace)
     for proc in procs:
         if alive(proc):
             log(f"{proc.name} (pid {proc.pid}) ignored SIGTERM for {grace:.0f} s; sending SIGKILL")
             with contextlib.suppress(ProcessLookupError):
                 os.kill(proc.pid, signal.SIGKILL)
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and any(alive(p) for p in procs):
-        time.sleep(0.1)
+    _wait_exited(procs, timeout=5)
     return [p.name for p in procs if alive(p)]
+
+
+def _wait_exited(procs: list[Proc], *, timeout: float) -> None:
+    """Until none of `procs` is alive, for up to `timeout` seconds; the caller sees which are left."""
+    with contextlib.suppress(PollTimeout):
+        poll(lambda: not any(alive(p) for p in procs), timeout=timeout, what="the processes to exit", interval=0.1)
 
 
 def free_ports(count: int) -> list[int]:
@@ -192,22 +195,33 @@ def free_ports(count: int) -> list[int]:
         return [int(s.getsockname()[1]) for s in socks]
 
 
+class ProcessDied(ClusterError):
+    """A process `wait_for` waited on exited: the wait ends at once (any other error from a check is "not yet")."""
+
+
 def wait_for(what: str, check: Callable[[], bool], *, timeout: float, procs: Sequence[Proc] = ()) -> None:
-    """Poll `check` until it is true; fail early when one of `procs` died meanwhile."""
-    deadline = time.monotonic() + timeout
-    while True:
+    """Poll `check` until it is true (any failure means not up yet); fail early when one of `procs` died
+    meanwhile, and on timeout show their log tails."""
+
+    def up() -> bool:
+        error: Exception | None = None
         try:
             if check():
-                return
-        except Exception:  # noqa: S110 (not up yet: any failure means ask again until the deadline)
-            pass
+                return True
+        except Exception as e:  # not up yet; poll shows the last one on timeout
+            error = e
         for proc in procs:
             if not alive(proc):
-                raise ClusterError(f"{proc.name} exited while waiting for {what}:\n{tail(proc.log)}")
-        if time.monotonic() > deadline:
-            hint = "".join(f"\n--- {p.name} ({p.log}):\n{tail(p.log)}" for p in procs)
-            raise ClusterError(f"timed out after {timeout:.0f} s waiting for {what}{hint}")
-        time.sleep(0.2)
+                raise ProcessDied(f"{proc.name} exited while waiting for {what}:\n{tail(proc.log)}")
+        if error is not None:
+            raise error
+        return False
+
+    try:
+        poll(up, timeout=timeout, what=what, passes=(ProcessDied,))
+    except PollTimeout as e:
+        hint = "".join(f"\n--- {p.name} ({p.log}):\n{tail(p.log)}" for p in procs)
+        raise ClusterError(f"{e}{hint}") from None
 
 
 def tail(path: str, lines: int = 25) -> str:
