@@ -1,14 +1,58 @@
-"""The one error tree of kfctl.
+"""The one tree of kfctl's exit codes: its errors, and the findings a command that succeeded reports by its code.
 
-Every error a user can cause or meet derives from :class:`KfctlError`. Each class carries the process
-exit code for its family and an optional hint that says what to do. Lower layers raise these (chaining
-the original cause with ``raise ... from e``); only the CLI catches and prints them.
+Every way a command ends, other than success (0) and a crash, is a class here under :class:`ExitStatus`, with
+its exit code (the README's table lists them). Every error a user can cause or meet derives from
+:class:`KfctlError`, which carries an optional hint that says what to do; lower layers raise these (chaining
+the original cause with ``raise ... from e``) and only the CLI catches and prints them. A :class:`Finding` is
+not raised: the command did its job, printed its report, and says what it found by its exit code (``kfctl check``
+warned, ``--detailed-exitcode`` and something changed …).
 """
 
 from __future__ import annotations
 
 
-class KfctlError(Exception):
+class ExitStatus:
+    """A way a kfctl command ends other than success: its exit code, and a word for it."""
+
+    exit_code = 1
+    kind = "error"
+
+
+class Finding(ExitStatus):
+    """The command succeeded and reports what it found by its exit code (the output names each finding)."""
+
+
+class CheckWarned(Finding):
+    """`kfctl check`: every check passed or was skipped, but some warned."""
+
+    exit_code = 13
+    kind = "check warned"
+
+
+class CheckFailed(Finding):
+    """`kfctl check`: at least one check failed (the report names each, with a hint)."""
+
+    exit_code = 14
+    kind = "check failed"
+
+
+class Changed(Finding):
+    """With --detailed-exitcode (as Terraform's): apply changed something / diff found a difference. Without the
+    flag both exit 0 either way, so `set -e` scripts live with a no-op."""
+
+    exit_code = 15
+    kind = "changed"
+
+
+class MigrationDropped(Finding):
+    """`kfctl migrate --check`: an application, a part of a stack or a setting of the v1 KfDef has no place in the
+    catalog (each is listed with the reason). Not an error: the migration itself worked."""
+
+    exit_code = 16
+    kind = "dropped in migration"
+
+
+class KfctlError(ExitStatus, Exception):
     """Base of every error kfctl reports to a user."""
 
     exit_code = 1
@@ -109,17 +153,11 @@ class InterruptedError_(KfctlError):
     kind = "interrupted"
 
 
-# With --detailed-exitcode (as Terraform's): the command succeeded and apply changed something / diff found a
-# difference. Without the flag both exit 0 either way, so `set -e` scripts live with a no-op.
-EXIT_CHANGES = 15
-
-# `kfctl check`: every check passed but some warned / a check failed (the report names each, with a hint).
-EXIT_CHECK_WARNINGS = 13
-EXIT_CHECK_FAILED = 14
-
-# `kfctl migrate --check`: an application, a part of a stack or a setting of the v1 KfDef has no place in the
-# catalog (each is listed with the reason). Not an error: the migration itself worked.
-EXIT_MIGRATE_DROPPED = 16
+# The findings' codes by name, for the commands that end with one.
+EXIT_CHECK_WARNINGS = CheckWarned.exit_code
+EXIT_CHECK_FAILED = CheckFailed.exit_code
+EXIT_CHANGES = Changed.exit_code
+EXIT_MIGRATE_DROPPED = MigrationDropped.exit_code
 
 
 def must_be(what: str, expected: str, value: object, *, present: bool = True) -> str:

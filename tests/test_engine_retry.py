@@ -1,4 +1,5 @@
-"""Which failures the engine retries and which stop it: one row per API answer, exact verdict and message.
+"""Which failures the engine retries and which stop it: one row per API answer, the type kfctl.k8s.errors gives
+it (read back as a verdict) and the exact message.
 
 ``test_status`` feeds Status bodies as a Kubernetes 1.33 API server sent them (captured from e2e/cluster)
 through the client's parsing; ``test_classify`` covers answers without a Status (the code decides) and
@@ -8,13 +9,34 @@ failures that are not API answers.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from kfctl.engine.retry import Classified, backoff, classify
+from kfctl.engine.retry import backoff
 from kfctl.k8s.api import ApiError, NoKindMatch, NotFound, Unreachable
 from kfctl.k8s.client import _api_error
+from kfctl.k8s.errors import Denied, Immutable, KubeError, Transient
+
+
+@dataclass(frozen=True)
+class Classified:
+    """What the engine does with a failure: retry it (transient), fail on it (denied, fatal) or, with
+    --recreate-immutable, recreate the object (immutable); with the message it reports."""
+
+    verdict: str
+    message: str
+    retry_after: float | None = None
+    fields: tuple[str, ...] = ()
+
+
+def classify(err: KubeError) -> Classified:
+    if isinstance(err, Transient):
+        return Classified("transient", err.explanation, err.retry_after)
+    verdict = "immutable" if isinstance(err, Immutable) else "denied" if isinstance(err, Denied) else "fatal"
+    return Classified(verdict, err.explanation, fields=err.fields)
+
 
 WEBHOOK_DOWN = 'Internal error occurred: failed calling webhook "v.kserve.io": no endpoints available for service "x"'
 DENIAL = 'admission webhook "v.kserve.io" denied the request: bad storageUri'
@@ -33,13 +55,13 @@ DENIAL = 'admission webhook "v.kserve.io" denied the request: bad storageUri'
             id="409-conflict",
         ),
         pytest.param(
-            NotFound('namespaces "kubeflow" not found'),
+            ApiError(404, 'namespaces "kubeflow" not found'),
             "transient",
             'namespaces "kubeflow" not found',
             id="404-namespace-not-yet",
         ),
         pytest.param(
-            NotFound("the server could not find the requested resource"),
+            ApiError(404, "the server could not find the requested resource"),
             "transient",
             "the server could not find the requested resource",
             id="404-kind-not-yet-served",
@@ -91,10 +113,9 @@ DENIAL = 'admission webhook "v.kserve.io" denied the request: bad storageUri'
             "unable to create new content in namespace x because it is being terminated",
             id="forbidden-is-judged-by-its-cause-not-its-words",
         ),
-        pytest.param(ValueError("boom"), "fatal", "ValueError: boom", id="not-an-api-error"),
     ],
 )
-def test_classify(err: BaseException, verdict: str, message: str) -> None:
+def test_classify(err: KubeError, verdict: str, message: str) -> None:
     c = classify(err)
     assert (c.verdict, c.message) == (verdict, message)
 
@@ -418,3 +439,33 @@ def test_status(body: dict[str, Any], retry_after: str | None, expected: Classif
 )
 def test_backoff(attempt: int, retry_after: float | None, seconds: float) -> None:
     assert backoff(attempt, retry_after=retry_after) == seconds
+
+
+@pytest.mark.parametrize(
+    ("err", "typed"),
+    [
+        pytest.param(ApiError(404, "x not found"), "NotFound", id="404"),
+        pytest.param(ApiError(409, "the object has been modified"), "OptimisticLock", id="optimistic-lock"),
+        pytest.param(
+            ApiError(409, "Precondition failed: UID in precondition does not match", reason="Conflict"),
+            "PreconditionFailed",
+            id="precondition",
+        ),
+        pytest.param(ApiError(409, "x already exists", reason="AlreadyExists"), "Denied", id="already-exists"),
+        pytest.param(ApiError(500, WEBHOOK_DOWN), "Unavailable", id="webhook-not-answering"),
+        pytest.param(ApiError(400, DENIAL), "WebhookDenied", id="webhook-denial"),
+        pytest.param(ApiError(410, "too old", reason="Expired"), "ApiError", id="unknown-stays-plain"),
+    ],
+)
+def test_an_api_error_is_born_typed(err: ApiError, typed: str) -> None:
+    """The client, the fakes and the tests all construct ApiError; what they get is the subclass its Status says."""
+    assert type(err).__name__ == typed
+    assert isinstance(err, ApiError)
+
+
+def test_a_failed_webhook_call_names_the_webhook_and_why() -> None:
+    err = ApiError(500, WEBHOOK_DOWN)
+    assert (err.failed_webhook, err.missing_service, err.untrusted_certificate) == ("v.kserve.io", None, False)
+    gone = ApiError(500, 'failed calling webhook "v.kserve.io": service "kserve-webhook" not found')
+    assert (gone.failed_webhook, gone.missing_service) == ("v.kserve.io", "kserve-webhook")
+    assert NotFound(404, "gone").failed_webhook is None

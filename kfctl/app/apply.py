@@ -30,10 +30,11 @@ from kfctl.engine.apply import ApplyOptions, ApplyResult, Engine
 from kfctl.engine.events import Event, Reporter
 from kfctl.engine.lease import Held, install_lock
 from kfctl.engine.remove import RemoveOptions, RemoveResult, remove
-from kfctl.engine.retry import Classified, retry_transient
+from kfctl.engine.retry import retry_transient
 from kfctl.engine.served import refuse_unserved
 from kfctl.errors import ApiDeniedError, HealthError, KfctlError, OwnershipError, PlanError
 from kfctl.k8s.api import Cluster
+from kfctl.k8s.errors import KubeError
 from kfctl.objects import ObjectKey
 from kfctl.plan.critical import Segment, critical_path
 from kfctl.plan.graph import Plan, application_id
@@ -275,8 +276,8 @@ class _Persist:
         self.deadline = deadline
 
     def __call__(self, fn: Callable[[], T]) -> T:
-        def note(c: Classified, delay: float) -> None:
-            self.reporter(Event("Retrying", "inventory", f"{c.message} (retrying in {delay:.1f}s)"))
+        def note(e: KubeError, delay: float) -> None:
+            self.reporter(Event("Retrying", "inventory", f"{e.explanation} (retrying in {delay:.1f}s)"))
 
         return retry_transient(fn, deadline=self.deadline, on_retry=note)
 

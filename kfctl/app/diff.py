@@ -28,10 +28,10 @@ from kfctl.catalog.model import Catalog
 from kfctl.config.model import KfDef
 from kfctl.engine import inventory, labels
 from kfctl.engine.drift import comparable, corrected_fields, differences
-from kfctl.engine.retry import classify
 from kfctl.engine.served import refuse_unserved
 from kfctl.errors import ApiDeniedError, ClusterError
 from kfctl.k8s.api import ApiError, Cluster, NoKindMatch
+from kfctl.k8s.errors import Immutable, Transient
 from kfctl.objects import Obj
 from kfctl.plan import rules
 from kfctl.plan.graph import Plan, Step
@@ -109,13 +109,12 @@ def diff_kfdef(
         try:
             return compare(cluster, bundle, step)
         except ApiError as e:
-            c = classify(e)
-            if c.verdict == "transient":  # a webhook not answering yet, a throttled or restarting server
+            if isinstance(e, Transient):  # a webhook not answering yet, a throttled or restarting server
                 raise ClusterError(
-                    f"{step.id}: the server-side dry run could not run: {c.message}",
+                    f"{step.id}: the server-side dry run could not run: {e.explanation}",
                     hint="re-run kfctl diff when the API server and the platform's webhooks answer (kfctl status)",
                 ) from e
-            raise ApiDeniedError(f"{step.id}: the server-side dry run was rejected: {c.message}") from e
+            raise ApiDeniedError(f"{step.id}: the server-side dry run was rejected: {e.explanation}") from e
 
     steps = sorted(plan.objects(), key=lambda s: s.id)
     with talking_to(cluster, "comparing with the live objects"), ThreadPoolExecutor(max_workers=8) as pool:
@@ -156,11 +155,8 @@ def compare(cluster: Cluster, bundle: Bundle, step: Step, *, dry_run_create: boo
         return None
     try:
         after = cluster.apply(desired, dry_run=True)
-    except ApiError as e:
-        c = classify(e)
-        if c.verdict == "immutable":
-            return ObjectDiff(step.id, "recreate", step.app, immutable=c.fields, reason=c.message)
-        raise
+    except Immutable as e:
+        return ObjectDiff(step.id, "recreate", step.app, immutable=e.fields, reason=e.explanation)
     if unchanged_render and not corrected_fields(desired, live, after):
         # The render is the one applied and none of kfctl's fields would go back: apply skips it too (an
         # empty caBundle kfctl renders and cert-manager's cainjector fills reads as a difference, not a change).

@@ -19,8 +19,8 @@ from kfctl.app.diff import against_cluster, compare, removed
 from kfctl.catalog.model import Catalog
 from kfctl.config.model import KfDef
 from kfctl.engine import inventory, ownership
-from kfctl.engine.retry import classify
 from kfctl.k8s.api import ApiError, Cluster
+from kfctl.k8s.errors import Transient
 from kfctl.plan.graph import Step, topological_order
 
 # The verdicts, in the order a summary lists them.
@@ -87,12 +87,11 @@ def dry_run_apply(
         try:
             d = compare(cluster, bundle, step, dry_run_create=True)
         except ApiError as e:
-            c = classify(e)
-            if c.verdict == "transient":
+            if isinstance(e, Transient):
                 # A webhook not answering (its backend comes with this apply), a Namespace not found (it does
                 # too): apply would wait and retry; a dry run cannot.
-                return Verdict(step.id, step.app, "pending", c.message)
-            return Verdict(step.id, step.app, "denied", c.message)
+                return Verdict(step.id, step.app, "pending", e.explanation)
+            return Verdict(step.id, step.app, "denied", e.explanation)
         if d is None:
             return Verdict(step.id, step.app, "unchanged")
         return Verdict(step.id, step.app, _ACTIONS[d.action], d.reason)

@@ -10,7 +10,7 @@ api` tells them apart:
   because the API server's words depend on its version and on the network between it and the webhook;
 - ``admission webhook "…" denied the request``: a webhook refused a valid sample, quoted.
 
-Anything else is judged as apply judges it (kfctl.engine.retry.classify). Writes nothing but dry runs.
+Anything else is judged as apply judges it (the type kfctl.k8s.errors gives it). Writes nothing but dry runs.
 
 A failed call to a webhook whose Service the cluster shows ready is tried again for up to ``SETTLE`` seconds
 before it is judged (``while_settling``, also used by the smoke jobs' create): some controllers report Ready
@@ -23,20 +23,16 @@ requested resource"). `linkerd check` waits for its checks the same way.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from kfctl.check.model import InstalledContext, Outcome
 from kfctl.check.samples import NAME_PREFIX, Sample
 from kfctl.engine.probe import webhook_problem
-from kfctl.engine.retry import WEBHOOK_DENIAL, classify
 from kfctl.k8s.api import ApiError, Cluster, NoKindMatch
+from kfctl.k8s.errors import Transient, WebhookDenied
 from kfctl.objects import Obj, group_of
 
-FAILED_CALL = re.compile(r'failed calling webhook "([^"]+)"')
-UNTRUSTED = ("x509:", "certificate signed by unknown authority")
-SERVICE_NOT_FOUND = re.compile(r'service "([^"]+)" not found')
 WEBHOOK_KINDS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
 SETTLE = 10.0  # seconds a webhook whose backend the cluster shows ready may take to answer
 SETTLE_INTERVAL = 1.0
@@ -131,34 +127,32 @@ def while_settling(ctx: InstalledContext, call: Callable[[], T]) -> T:
 
 
 def _starting(cluster: Cluster, err: ApiError) -> bool:
-    call = FAILED_CALL.search(err.message)
-    if call is None or any(u in err.message for u in UNTRUSTED) or SERVICE_NOT_FOUND.search(err.message):
+    name = err.failed_webhook
+    if name is None or err.untrusted_certificate or err.missing_service is not None:
         return False
-    hook = _find_webhook(cluster, call.group(1))
+    hook = _find_webhook(cluster, name)
     return hook is not None and webhook_problem(cluster, hook) == ""
 
 
 def rejected(cluster: Cluster, obj: Obj, err: ApiError) -> Outcome:
     """Why the API server refused the dry run of ``obj``, with what to do about it."""
     kind, text = str(obj["kind"]), err.message
-    if WEBHOOK_DENIAL.search(text):
+    if isinstance(err, WebhookDenied):
         return Outcome("fail", f"a valid {kind} was denied: {text}", HINT_DENIED)
-    call = FAILED_CALL.search(text)
-    if call:
-        hook = call.group(1)
-        if any(u in text for u in UNTRUSTED):
+    hook = err.failed_webhook
+    if hook is not None:
+        if err.untrusted_certificate:
             return Outcome(
                 "fail",
                 f'webhook "{hook}" cannot be called: the API server does not trust its certificate (CA bundle not '
                 f"injected or stale): {text}",
                 HINT_CA,
             )
-        return _not_answering(cluster, hook, text)
-    c = classify(err)
-    if c.verdict == "transient":
+        return _not_answering(cluster, hook, err)
+    if isinstance(err, Transient):
         return Outcome(
             "fail",
-            f"the API server could not take a {kind}: {c.message}",
+            f"the API server could not take a {kind}: {err.explanation}",
             "re-run; if it persists, check the API server's health (kubectl get --raw /readyz)",
         )
     if err.status == 403:
@@ -169,19 +163,19 @@ def rejected(cluster: Cluster, obj: Obj, err: ApiError) -> Outcome:
         )
     return Outcome(
         "fail",
-        f"the API server refused a valid {kind}: {c.message}",
+        f"the API server refused a valid {kind}: {err.explanation}",
         "the installed CRD's schema differs from the component's: kfctl diff APPDIR shows what changed",
     )
 
 
-def _not_answering(cluster: Cluster, hook_name: str, text: str) -> Outcome:
+def _not_answering(cluster: Cluster, hook_name: str, err: ApiError) -> Outcome:
     """A webhook the API server could not call: its Service is missing or its backend is not ready; the webhook
     configuration and the Service's EndpointSlices say which."""
     hook = _find_webhook(cluster, hook_name)
     why = webhook_problem(cluster, hook) if hook is not None else ""
-    missing = SERVICE_NOT_FOUND.search(text)
+    text, missing = err.message, err.missing_service
     if "does not exist" in why or (missing and not why):
-        said = why or f"its Service {missing.group(1) if missing else '?'} does not exist"
+        said = why or f"its Service {missing or '?'} does not exist"
         return Outcome("fail", f'webhook "{hook_name}" cannot be called: {said} (API server: {text})', HINT_SERVICE)
     # (a missing caBundle is not why the call failed here: without an answer there was no certificate to trust)
     facts = f" — {why}" if why.startswith(("its Service", "Service")) else ""

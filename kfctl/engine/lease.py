@@ -47,9 +47,10 @@ from datetime import datetime, timezone
 
 from kfctl.engine import process_record
 from kfctl.engine.events import Event, Reporter
-from kfctl.engine.retry import backoff, classify
+from kfctl.engine.retry import backoff
 from kfctl.errors import LockedError
 from kfctl.k8s.api import ApiError, Cluster, Unreachable
+from kfctl.k8s.errors import Transient
 from kfctl.objects import Obj
 
 API_VERSION = "coordination.k8s.io/v1"
@@ -227,12 +228,12 @@ class _Lock:
                         return
                     break
             except (ApiError, Unreachable) as e:  # a restarting API server, throttling: as every step does
-                c = classify(e)
                 failures += 1
-                if c.verdict != "transient" or self.clock() >= deadline:
+                if not isinstance(e, Transient) or self.clock() >= deadline:
                     raise
-                delay = min(backoff(failures, retry_after=c.retry_after), max(0.0, deadline - self.clock()))
-                self.reporter(Event("Retrying", "lock", f"taking {self.where}: {c.message} (retrying in {delay:.1f}s)"))
+                delay = min(backoff(failures, retry_after=e.retry_after), max(0.0, deadline - self.clock()))
+                said = e.explanation
+                self.reporter(Event("Retrying", "lock", f"taking {self.where}: {said} (retrying in {delay:.1f}s)"))
                 self.sleep(delay)
                 continue
             if holder is None:
@@ -270,7 +271,7 @@ class _Lock:
         except (ApiError, Unreachable) as e:
             # A conflict may be this run's own renewal, stored though its reply was lost (a read timeout), and a
             # request that failed in transit may have been stored too: only the Lease as it is now tells.
-            if classify(e).verdict != "transient":
+            if not isinstance(e, Transient):
                 raise
         current = self._get()
         if current is not None and self._ours(current):

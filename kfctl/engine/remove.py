@@ -22,9 +22,10 @@ from kfctl.engine import labels
 from kfctl.engine.events import Event, EventType, Reporter
 from kfctl.engine.foreign import SHOWN, WORKLOAD_KINDS, custom_resources_left, namespace_contents, secrets_named_by
 from kfctl.engine.inventory import Member
-from kfctl.engine.retry import classify, retry_transient
+from kfctl.engine.retry import retry_transient
 from kfctl.health.registry import BUILTIN_GROUPS
 from kfctl.k8s.api import ApiError, Cluster, NoKindMatch, Resource, Unreachable
+from kfctl.k8s.errors import PreconditionFailed, Transient
 from kfctl.objects import Obj, ObjectKey
 from kfctl.plan import rules
 
@@ -99,11 +100,11 @@ def remove(
                 try:
                     live = _get(cluster, key)
                 except (ApiError, Unreachable) as e:
-                    if classify(e).verdict != "transient":
+                    if not isinstance(e, Transient):
                         pending.pop(key)
                         _failed(ctx, key, f"cannot check that it is gone: {e}", denied=True)
                         continue
-                    lost[key] = classify(e).message
+                    lost[key] = e.explanation
                     continue
                 lost.pop(key, None)
                 if live is None:
@@ -120,7 +121,7 @@ def remove(
             try:
                 live = ctx.call(partial(_get, cluster, key))
             except (ApiError, Unreachable) as e:
-                _failed(ctx, key, f"cannot confirm it is gone: {e}", denied=classify(e).verdict != "transient")
+                _failed(ctx, key, f"cannot confirm it is gone: {e}", denied=not isinstance(e, Transient))
                 continue
             if live is None:
                 result.removed.append(key)
@@ -186,7 +187,7 @@ def _kind_not_served(e: BaseException) -> bool:
 
 def _precondition_failed(e: BaseException) -> bool:
     """A UID precondition that failed: the object was replaced by someone else's, which we must not delete."""
-    return isinstance(e, ApiError) and "Precondition failed" in e.message
+    return isinstance(e, PreconditionFailed)
 
 
 def _failed(ctx: _Context, key: ObjectKey, why: str, *, denied: bool = False, app: str = "") -> None:
@@ -200,9 +201,8 @@ def _delete_one(ctx: _Context, m: Member) -> bool:
     try:
         return _try_delete(ctx, m)
     except (ApiError, Unreachable, NoKindMatch) as e:
-        verdict = classify(e).verdict
         what = "cannot read it" if ctx.options.dry_run else "delete failed"
-        _failed(ctx, m.key, f"{what}: {e}", denied=verdict != "transient", app=m.application)
+        _failed(ctx, m.key, f"{what}: {e}", denied=not isinstance(e, Transient), app=m.application)
         return False
 
 
@@ -240,11 +240,9 @@ def _try_delete(ctx: _Context, m: Member) -> bool:
     res = cluster.resource_for_key(key)
     try:
         ctx.call(lambda: cluster.delete(res.api_version, key.kind, namespace=key.namespace, name=key.name, uid=uid))
-    except ApiError as e:
-        if e.status == 409 and "UID" in e.message:  # replaced by someone else since we looked
-            result.skipped.append((key, "was recreated by someone else (UID differs); left alone"))
-            return False
-        raise
+    except PreconditionFailed:  # replaced by someone else since we looked
+        result.skipped.append((key, "was recreated by someone else (UID differs); left alone"))
+        return False
     reporter(Event("Deleting", str(key), "", app=m.application))
     return True
 

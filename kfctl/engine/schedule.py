@@ -36,10 +36,10 @@ from typing import Literal
 from kfctl.engine.events import Event, EventType, Reporter
 from kfctl.engine.probe import workload_problems
 from kfctl.engine.result import ApplyOptions, ApplyResult, Failure
-from kfctl.engine.retry import Classified, backoff, classify
+from kfctl.engine.retry import backoff
 from kfctl.engine.work import Apply, ApplyOutcome, Check, CheckBatch, Work, Workers
 from kfctl.health.model import Health, progressing, ready
-from kfctl.k8s.api import ApiError, NoKindMatch, Unreachable
+from kfctl.k8s.errors import Immutable, KubeError, Transient
 from kfctl.k8s.watch import WatchCache
 from kfctl.objects import Obj, ObjectKey
 from kfctl.plan.graph import Plan, Step, application_id, topological_order
@@ -110,11 +110,13 @@ class Changed:
     key: ObjectKey
 
 
-def _api_failure(fut: Future[object]) -> BaseException | None:
+def _api_failure(fut: Future[object]) -> KubeError | None:
     """The API failure a worker met, if any. Anything else is a bug in kfctl: raised, so that the CLI says
     so (exit 1) instead of reporting it as the API server's denial or an object's health."""
     err = fut.exception()
-    if err is not None and not isinstance(err, (ApiError, Unreachable, NoKindMatch)):
+    if err is None:
+        return None
+    if not isinstance(err, KubeError):
         raise err
     return err
 
@@ -319,7 +321,7 @@ class Run:
         """Record an apply's outcome; True when the API server denied it (the run stops)."""
         err = _api_failure(fut)
         if err is not None:
-            return self._apply_error(t, classify(err))
+            return self._apply_error(t, err)
         outcome = fut.result()
         assert isinstance(outcome, ApplyOutcome) and t.step.key is not None
         t.live = outcome.live
@@ -351,22 +353,24 @@ class Run:
             self._changed(t)
         return False
 
-    def _apply_error(self, t: Track, c: Classified) -> bool:
+    def _apply_error(self, t: Track, err: KubeError) -> bool:
+        """Retry a transient failure, else fail the step; True when the API server denied it (the run stops)."""
         now = self.clock()
-        if c.verdict == "transient":
+        said = err.explanation
+        if isinstance(err, Transient):
             elapsed = now - (t.started or now)
             if elapsed > self.options.wait_timeout:
-                self._fail(t, f"still failing after {elapsed:.0f}s: {c.message}")
+                self._fail(t, f"still failing after {elapsed:.0f}s: {said}")
                 return False
-            delay = backoff(t.attempts, retry_after=c.retry_after)
+            delay = backoff(t.attempts, retry_after=err.retry_after)
             t.state = "pending"
             t.not_before = now + delay
             heapq.heappush(self.retries, (t.not_before, t.index))
-            if c.message != t.last_message:
-                t.last_message = c.message
-                self._emit("Retrying", t.step, f"{c.message} (retrying in {delay:.1f}s)")
+            if said != t.last_message:
+                t.last_message = said
+                self._emit("Retrying", t.step, f"{said} (retrying in {delay:.1f}s)")
             return False
-        if c.verdict == "immutable":
+        if isinstance(err, Immutable):
             key = t.step.key
             assert key is not None
             why_not = never_recreated(key.group, key.kind)
@@ -375,10 +379,10 @@ class Run:
                 if why_not
                 else "re-run with --recreate-immutable to delete and recreate it"
             )
-            self._fail(t, f"immutable field(s) changed: {', '.join(c.fields)}; {fix} ({c.message})", denied=True)
+            self._fail(t, f"immutable field(s) changed: {', '.join(err.fields)}; {fix} ({said})", denied=True)
             return True
-        self._fail(t, c.message, denied=True)
-        return c.verdict == "denied" or c.verdict == "fatal"
+        self._fail(t, said, denied=True)
+        return True
 
     # --- checking health -----------------------------------------------------------------------------------
     def _watch_if_worth_it(self, t: Track) -> None:
@@ -434,11 +438,10 @@ class Run:
         t.checking = False
         err = _api_failure(fut)
         if err is not None:
-            c = classify(err)
-            if c.verdict != "transient":
-                self._fail(t, c.message)
+            if not isinstance(err, Transient):
+                self._fail(t, err.explanation)
                 return
-            h = progressing(c.message)
+            h = progressing(err.explanation)
         else:
             verdict = fut.result()
             if verdict is None:  # no news: the watch has not shown our write yet and will report it
@@ -458,11 +461,10 @@ class Run:
             if t.state != "waiting":
                 continue
             if err is not None:
-                c = classify(err)
-                if c.verdict != "transient":
-                    self._fail(t, c.message)
+                if not isinstance(err, Transient):
+                    self._fail(t, err.explanation)
                     continue
-                self._judge(t, progressing(c.message))
+                self._judge(t, progressing(err.explanation))
             else:
                 self._judge(t, verdicts[step.id])
 

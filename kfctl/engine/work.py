@@ -18,9 +18,9 @@ from typing import Literal
 
 from kfctl.engine import drift, labels
 from kfctl.engine.probe import backend_health, external_health, object_health
-from kfctl.engine.retry import classify
 from kfctl.health.model import Health, progressing
-from kfctl.k8s.api import ApiError, Cluster
+from kfctl.k8s.api import Cluster
+from kfctl.k8s.errors import Immutable
 from kfctl.k8s.watch import WatchCache
 from kfctl.objects import Obj, ObjectKey
 from kfctl.plan.graph import Step
@@ -127,12 +127,8 @@ class Workers:
                 return ApplyOutcome("unchanged", live, self.judge_now(step, live))
         try:
             out = self.cluster.apply(desired)
-        except ApiError as e:
-            if (
-                classify(e).verdict != "immutable"
-                or not self.recreate_immutable
-                or never_recreated(key.group, key.kind)
-            ):
+        except Immutable as e:
+            if not self.recreate_immutable or never_recreated(key.group, key.kind):
                 raise
             out = self._recreate(step, desired, live, e)
             return ApplyOutcome("recreated", out, self.judge_now(step, out))
@@ -144,7 +140,7 @@ class Workers:
             return ApplyOutcome("corrected", out, self.judge_now(step, out), f"drift put back: {', '.join(corrected)}")
         return ApplyOutcome("configured", out, self.judge_now(step, out))
 
-    def _recreate(self, step: Step, desired: Obj, live: Obj | None, refused: ApiError) -> Obj:
+    def _recreate(self, step: Step, desired: Obj, live: Obj | None, refused: Immutable) -> Obj:
         """--recreate-immutable: delete the live object, wait until it is gone, apply again."""
         assert step.key is not None
         key = step.key

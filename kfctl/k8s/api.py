@@ -2,19 +2,37 @@
 
 This module does not import ``kubernetes``: the engine, the planner's callers and the tests depend on this
 protocol only, so a fake cluster (tests/fakecluster.py) can stand in for the real client
-(:mod:`kfctl.k8s.client`). Errors here are transport-level facts (status code, reason, message); deciding
-what is transient and what is a denial belongs to the engine.
+(:mod:`kfctl.k8s.client`). The errors it raises are typed by :mod:`kfctl.k8s.errors` (transient, denied,
+immutable …) and re-exported here.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from kfctl.k8s.errors import ApiError, NoKindMatch, NotFound, Unreachable
 from kfctl.objects import Obj, ObjectKey
+
+__all__ = [
+    "FIELD_MANAGER",
+    "Access",
+    "ApiError",
+    "Cluster",
+    "ClusterInfo",
+    "Listed",
+    "NoKindMatch",
+    "NotFound",
+    "ProxyAnswer",
+    "RequestStats",
+    "Resource",
+    "Unreachable",
+    "WatchEvent",
+    "WatchStream",
+]
 
 FIELD_MANAGER = "kfctl"
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -68,44 +86,6 @@ class RequestStats:
             "lockWrites": self.lock_writes,
             "byMethod": dict(self.by_method),
         }
-
-
-class ApiError(Exception):
-    """The API server answered with a non-success status."""
-
-    def __init__(
-        self,
-        status: int,
-        message: str,
-        *,
-        reason: str = "",
-        retry_after: float | None = None,
-        causes: list[Mapping[str, Any]] | None = None,
-    ) -> None:
-        super().__init__(f"{status} {reason}: {message}" if reason else f"{status}: {message}")
-        self.status = status
-        self.reason = reason
-        self.message = message
-        self.retry_after = retry_after
-        self.causes: list[Mapping[str, Any]] = list(causes or [])
-
-
-class NotFound(ApiError):
-    def __init__(self, message: str = "not found") -> None:
-        super().__init__(404, message, reason="NotFound")
-
-
-class NoKindMatch(Exception):
-    """Discovery does not know the kind (its CRD is missing or not yet served)."""
-
-    def __init__(self, group: str, version: str, kind: str) -> None:
-        api = f"{group}/{version}" if group else version
-        super().__init__(f'no matches for kind "{kind}" in version "{api}"')
-        self.group, self.version, self.kind = group, version, kind
-
-
-class Unreachable(Exception):
-    """The connection to the API server failed (refused, reset, timed out, TLS)."""
 
 
 @dataclass(frozen=True)

@@ -335,7 +335,7 @@ def _api_error(status: int, text: str, retry_after: str | None) -> ApiError:
         doc = {}
     message = str(doc.get("message") or text.strip() or f"HTTP {status}")
     if status == 404:
-        return NotFound(message)
+        return NotFound(404, message, reason="NotFound")
     seconds: float | None = None
     if retry_after:
         try:
