@@ -14,12 +14,11 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from kfctl.app.bundle import Bundle, load_bundle
-from kfctl.app.cluster import ClusterRecord, identify, talking_to
+from kfctl.app.cluster import ClusterRecord, identify, install_locked, talking_to
 from kfctl.app.generate import generate
 from kfctl.app.per_application import ApplicationRow, application_rows
 from kfctl.app.secrets import with_secret_values
@@ -28,7 +27,7 @@ from kfctl.config.model import KfDef
 from kfctl.engine import inventory, labels, ownership
 from kfctl.engine.apply import ApplyOptions, ApplyResult, Engine
 from kfctl.engine.events import Event, Reporter
-from kfctl.engine.lease import Held, install_lock
+from kfctl.engine.lease import Held
 from kfctl.engine.remove import RemoveOptions, RemoveResult, remove
 from kfctl.engine.retry import retry_transient
 from kfctl.engine.served import refuse_unserved
@@ -117,25 +116,14 @@ def apply_kfdef(
         check_brought(cluster, bundle.secrets)
     persist = _Persist(cluster, reporter, deadline=time.monotonic() + options.wait_timeout)
     first_scan: ownership.Scan | None = None
-    with ExitStack() as held:
-        with talking_to(cluster, "checking what exists of the bundle"):
-            if persist(lambda: cluster.get("v1", "Namespace", namespace="", name=kfdef.namespace)) is None:
-                # A first install: the lock's namespace is to be made, so check ownership before making it.
-                first_scan = persist(lambda: _scan(cluster, bundle, None))
-                _adoption(first_scan, kfdef, adopt_all=adopt)
-                persist(lambda: _ensure_inventory_namespace(cluster, bundle))
-                first_scan.live.pop(ObjectKey("", "Namespace", "", kfdef.namespace), None)  # made since: read it
-        with talking_to(cluster, f"taking the lock of install {kfdef.name}"):
-            lock = held.enter_context(
-                install_lock(
-                    cluster,
-                    install=kfdef.name,
-                    namespace=kfdef.namespace,
-                    command="apply",
-                    wait=lock_timeout,
-                    reporter=reporter,
-                )
-            )
+    with talking_to(cluster, "checking what exists of the bundle"):
+        if persist(lambda: cluster.get("v1", "Namespace", namespace="", name=kfdef.namespace)) is None:
+            # A first install: the lock's namespace is to be made, so check ownership before making it.
+            first_scan = persist(lambda: _scan(cluster, bundle, None))
+            _adoption(first_scan, kfdef, adopt_all=adopt)
+            persist(lambda: _ensure_inventory_namespace(cluster, bundle))
+            first_scan.live.pop(ObjectKey("", "Namespace", "", kfdef.namespace), None)  # made since: read it
+    with install_locked(cluster, kfdef, command="apply", wait=lock_timeout, reporter=reporter) as lock:
         return _apply_locked(
             kfdef,
             bundle,
@@ -162,7 +150,7 @@ def _apply_locked(
     reporter: Reporter,
     persist: _Persist,
     *,
-    lock: Held,
+    lock: Held | None,
     options: ApplyOptions,
     prune: RemoveOptions | None,
     adopt: bool,
@@ -221,7 +209,8 @@ def _apply_locked(
         still_used = {k.namespace for k in wanted if k.namespace}
         held = [m for m in gone if (m.key.group, m.key.kind) == ("", "Namespace") and m.key.name in still_used]
         gone = [m for m in gone if m not in held]
-        lock.check("pruning")
+        if lock is not None:
+            lock.check("pruning")
         with talking_to(cluster, "pruning"):
             removed = remove(
                 cluster, gone, applyset_id=bundle.applyset_id, reporter=reporter, options=prune, verb="Pruned"
@@ -241,7 +230,8 @@ def _apply_locked(
             final.members.setdefault(key, m)
     persist.deadline = time.monotonic() + options.wait_timeout
     previous = _after(merged, old)
-    lock.check("recording the inventory")
+    if lock is not None:
+        lock.check("recording the inventory")
     with talking_to(cluster, f"recording the inventory {where} after applying"):
         if persist(lambda: inventory.write(cluster, final, previous=previous)):
             summary.inventory_writes += 1

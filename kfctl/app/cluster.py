@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
+from kfctl.config.model import KfDef
+from kfctl.engine.events import Reporter
 from kfctl.engine.inventory import cluster_identity
+from kfctl.engine.lease import Held, install_lock
 from kfctl.errors import ApiDeniedError, ClusterError
 from kfctl.k8s.api import ApiError, Cluster, Unreachable
 from kfctl.k8s.client import connect
@@ -84,6 +88,44 @@ def api_failure(cluster: Cluster, err: ApiError, doing: str) -> ClusterError:
         f"the API server failed while {doing}: {err}",
         hint="when the API server is healthy again, re-run the command: kfctl resumes where it stopped",
     )
+
+
+# When a command takes the install's lock: apply always (it made the namespace first); `secrets apply` when the
+# namespace exists (no namespace, no Lease to take, and nothing of the install's to race); delete when it exists
+# and is not being deleted (an earlier delete still waiting on finalizers: the namespace refuses the Lease —
+# Forbidden, NamespaceTerminating — and for the same reason no other run can take one there).
+LockNeed = Literal["always", "if its namespace exists", "if its namespace is active"]
+
+
+@contextmanager
+def install_locked(
+    cluster: Cluster, kfdef: KfDef, *, command: str, wait: float, reporter: Reporter, need: LockNeed = "always"
+) -> Iterator[Held | None]:
+    """Hold the install's lock (:func:`kfctl.engine.lease.install_lock`) for the block, or go on unlocked (None)
+    when ``need`` says its namespace allows none. A failure to take it is reported as every API conversation's
+    (:func:`talking_to`); what the block raises is left as it is."""
+    with ExitStack() as held:
+        lock: Held | None = None
+        with talking_to(cluster, f"taking the lock of install {kfdef.name}"):
+            if need == "always" or _lockable(cluster, kfdef.namespace, need):
+                lock = held.enter_context(
+                    install_lock(
+                        cluster,
+                        install=kfdef.name,
+                        namespace=kfdef.namespace,
+                        command=command,
+                        wait=wait,
+                        reporter=reporter,
+                    )
+                )
+        yield lock
+
+
+def _lockable(cluster: Cluster, namespace: str, need: LockNeed) -> bool:
+    ns = cluster.get("v1", "Namespace", namespace="", name=namespace)
+    if ns is None:
+        return False
+    return need != "if its namespace is active" or (ns.get("status") or {}).get("phase") != "Terminating"
 
 
 def unreachable(cluster: Cluster, err: Exception) -> ClusterError:

@@ -13,16 +13,15 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from kfctl.app.cluster import ClusterRecord, identify, talking_to
+from kfctl.app.cluster import ClusterRecord, identify, install_locked, talking_to
 from kfctl.config.model import KfDef
 from kfctl.engine import inventory
 from kfctl.engine.events import Event, EventLog, Reporter
 from kfctl.engine.inventory import Inventory, Member
-from kfctl.engine.lease import Held, install_lock
+from kfctl.engine.lease import Held
 from kfctl.engine.remove import RemoveOptions, removal_order, remove
 from kfctl.errors import ApiDeniedError, ClusterError, HealthError, KfctlError
 from kfctl.k8s.api import Cluster, NoKindMatch
@@ -71,38 +70,24 @@ def delete_kfdef(
     start = time.monotonic()
     cluster = open_cluster()
     cluster_id = identify(cluster)
-    with ExitStack() as held:
-        lock: Held | None = None
-        with talking_to(cluster, f"taking the lock of install {kfdef.name}"):
-            ns = cluster.get("v1", "Namespace", namespace="", name=kfdef.namespace)
-            # No namespace, no inventory: nothing to delete and nothing to lock. A namespace being deleted (an
-            # earlier delete still waiting on finalizers) refuses to create the Lease (Forbidden,
-            # NamespaceTerminating), and for the same reason no other run can take one there: go on unlocked.
-            if ns is not None and (ns.get("status") or {}).get("phase") != "Terminating":
-                lock = held.enter_context(
-                    install_lock(
-                        cluster,
-                        install=kfdef.name,
-                        namespace=kfdef.namespace,
-                        command="delete",
-                        wait=lock_timeout,
-                        reporter=reporter,
-                    )
-                )
-        with talking_to(cluster, "deleting"):
-            return _delete_locked(
-                kfdef,
-                cluster,
-                cluster_id,
-                lock=lock,
-                start=start,
-                reporter=reporter,
-                delete_storage=delete_storage,
-                force=force,
-                wait_timeout=wait_timeout,
-                force_namespaces=force_namespaces,
-                delete_adopted=delete_adopted,
-            )
+    # No namespace, no inventory: nothing to delete and nothing to lock; nor in a namespace being deleted.
+    locked = install_locked(
+        cluster, kfdef, command="delete", wait=lock_timeout, reporter=reporter, need="if its namespace is active"
+    )
+    with locked as lock, talking_to(cluster, "deleting"):
+        return _delete_locked(
+            kfdef,
+            cluster,
+            cluster_id,
+            lock=lock,
+            start=start,
+            reporter=reporter,
+            delete_storage=delete_storage,
+            force=force,
+            wait_timeout=wait_timeout,
+            force_namespaces=force_namespaces,
+            delete_adopted=delete_adopted,
+        )
 
 
 def _delete_locked(

@@ -9,17 +9,15 @@ engine fills from the generated files (which hold no Secret): same objects, same
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
 from kfctl.app.bundle import Bundle
-from kfctl.app.cluster import identify, talking_to
+from kfctl.app.cluster import identify, install_locked, talking_to
 from kfctl.catalog.model import Catalog
 from kfctl.config.model import KfDef
 from kfctl.engine import drift, inventory, labels
 from kfctl.engine.events import Event, Reporter
-from kfctl.engine.lease import install_lock
 from kfctl.errors import PlanError
 from kfctl.k8s.api import Cluster
 from kfctl.secrets.brought import check_brought
@@ -119,24 +117,14 @@ def apply_secrets(
     generated = [s for s in wanted if s.generated]
     with talking_to(cluster, "checking the generated Secrets' namespaces"):
         _namespaces_exist(cluster, generated)
-    with ExitStack() as held:
-        with talking_to(cluster, f"taking the lock of install {kfdef.name}"):
-            if cluster.get("v1", "Namespace", namespace="", name=kfdef.namespace) is not None:
-                held.enter_context(
-                    install_lock(
-                        cluster,
-                        install=kfdef.name,
-                        namespace=kfdef.namespace,
-                        command="secrets apply",
-                        wait=lock_timeout,
-                        reporter=reporter,
-                    )
-                )
-        with talking_to(cluster, "creating the generated Secrets"):
-            values = read_values(cluster, generated)
-            applyset = inventory.applyset_id(name=inventory.parent_name(kfdef.name), namespace=kfdef.namespace)
-            for secret in generated:
-                summary.results.append((secret, _apply_one(cluster, secret, values, applyset, kfdef, reporter)))
+    locked = install_locked(
+        cluster, kfdef, command="secrets apply", wait=lock_timeout, reporter=reporter, need="if its namespace exists"
+    )
+    with locked, talking_to(cluster, "creating the generated Secrets"):
+        values = read_values(cluster, generated)
+        applyset = inventory.applyset_id(name=inventory.parent_name(kfdef.name), namespace=kfdef.namespace)
+        for secret in generated:
+            summary.results.append((secret, _apply_one(cluster, secret, values, applyset, kfdef, reporter)))
     summary.results += [(s, "brought") for s in wanted if not s.generated]
     summary.requests = cluster.stats.as_dict()
     return summary
