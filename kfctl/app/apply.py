@@ -2,9 +2,11 @@
 
 Nothing is written before every bundle object that already exists has been read: an object another tool
 manages (a Helm release, Argo CD, another kfctl install …) stops the run unless it is adopted, so kfctl
-never silently takes over — and later deletes — what it did not install. The order of inventory writes is
-the crash-safety argument: old + new is stored before anything is applied, and the inventory shrinks only
-after the prune that removed the rest succeeded. A re-apply of an untouched platform makes no write request
+never silently takes over — and later deletes — what it did not install. Under the install's lock the run is
+:data:`PHASES`, an ordered list of steps over one context (:class:`_Run`), as cli-utils' task runner has it:
+read → inventory add → apply and wait → prune → inventory set. That order is the crash-safety argument: old +
+new is stored before anything is applied, and the inventory shrinks only after the prune that removed the rest
+succeeded. A re-apply of an untouched platform makes no write request
 at all: objects whose live state holds every field kfctl renders are skipped, and the inventory is written
 only when it differs; a field someone changed is put back.
 """
@@ -124,7 +126,7 @@ def apply_kfdef(
             persist(lambda: _ensure_inventory_namespace(cluster, bundle))
             first_scan.live.pop(ObjectKey("", "Namespace", "", kfdef.namespace), None)  # made since: read it
     with install_locked(cluster, kfdef, command="apply", wait=lock_timeout, reporter=reporter) as lock:
-        return _apply_locked(
+        run = _Run(
             kfdef,
             bundle,
             plan,
@@ -139,111 +141,185 @@ def apply_kfdef(
             start=start,
             first_scan=first_scan,
         )
+        for phase in PHASES:
+            phase(run)
+        return run.summary
 
 
-def _apply_locked(
-    kfdef: KfDef,
-    bundle: Bundle,
-    plan: Plan,
-    cluster: Cluster,
-    cluster_id: str,
-    reporter: Reporter,
-    persist: _Persist,
-    *,
-    lock: Held | None,
-    options: ApplyOptions,
-    prune: RemoveOptions | None,
-    adopt: bool,
-    start: float,
-    first_scan: ownership.Scan | None = None,
-) -> ApplySummary:
-    """The run, under the install's lock: read, check ownership, record, apply, wait, prune, record.
+@dataclass
+class _Run:
+    """One apply under the install's lock: what the phases share. Each phase reads what the ones before it set.
 
     ``first_scan``: what a first install read before taking the lock. It still holds when no inventory exists
     under the lock: every run records its inventory before it applies anything, so no run of this install
     applied anything since; reading it all again would only cost the requests (about 50 on the full catalog)."""
-    summary = ApplySummary(objects=len(plan.objects()))
-    where = f"{kfdef.namespace}/{bundle.inventory_name}"
-    with talking_to(cluster, f"reading the inventory {where} and what exists of the bundle"):
-        old = persist(lambda: inventory.read(cluster, name=bundle.inventory_name, namespace=kfdef.namespace))
-        found = first_scan if old is None and first_scan is not None else persist(lambda: _scan(cluster, bundle, old))
-    adopting = _adoption(found, kfdef, adopt_all=adopt)
-    _refuse_pruning_externals(old, kfdef)
+
+    kfdef: KfDef
+    bundle: Bundle
+    plan: Plan
+    cluster: Cluster
+    cluster_id: str
+    reporter: Reporter
+    persist: _Persist
+    lock: Held | None
+    options: ApplyOptions
+    prune: RemoveOptions | None
+    adopt: bool
+    start: float
+    first_scan: ownership.Scan | None = None
+    summary: ApplySummary = field(default_factory=ApplySummary)
+    old: inventory.Inventory | None = None  # the inventory as the run found it
+    found: ownership.Scan = field(default_factory=ownership.Scan)  # what exists of the bundle
+    adopting: dict[ObjectKey, str] = field(default_factory=dict)  # foreign objects taken over, with their owner
+    merged: inventory.Inventory = field(init=False)  # old and new: what the cluster records while applying
+    result: ApplyResult = field(default_factory=ApplyResult)
+    since_start: float = 0.0  # when the engine started, from the command's start
+    final: inventory.Inventory = field(init=False)  # what the inventory records at the end
+    removed: RemoveResult | None = None
+
+    def __post_init__(self) -> None:
+        self.summary.objects = len(self.plan.objects())
+        self.merged = inventory.Inventory(self.bundle.inventory_name, self.kfdef.namespace, self.cluster_id)
+        self.final = inventory.Inventory(self.bundle.inventory_name, self.kfdef.namespace, self.cluster_id)
+
+    @property
+    def where(self) -> str:
+        return f"{self.kfdef.namespace}/{self.bundle.inventory_name}"
+
+    def check_lock(self, before: str) -> None:
+        if self.lock is not None:
+            self.lock.check(before)
+
+
+def _read(run: _Run) -> None:
+    """The inventory, what exists of the bundle and who owns it (stop unless adopted), the generated Secrets."""
+    cluster, kfdef, persist = run.cluster, run.kfdef, run.persist
+    with talking_to(cluster, f"reading the inventory {run.where} and what exists of the bundle"):
+        run.old = persist(lambda: inventory.read(cluster, name=run.bundle.inventory_name, namespace=kfdef.namespace))
+        if run.old is None and run.first_scan is not None:
+            run.found = run.first_scan
+        else:
+            run.found = persist(lambda: _scan(cluster, run.bundle, run.old))
+    run.adopting = _adoption(run.found, kfdef, adopt_all=run.adopt)
+    _refuse_pruning_externals(run.old, kfdef)
     with talking_to(cluster, "reading the generated Secrets"):
         # Under the lock: two runs must not draw two passwords. In memory only, never in a file.
-        filled = persist(lambda: with_secret_values(cluster, bundle, reporter))
-    bundle = filled
-    with talking_to(cluster, f"recording the inventory {where} before applying"):
-        persist(lambda: _ensure_inventory_namespace(cluster, bundle))
-        current = old or inventory.Inventory(bundle.inventory_name, kfdef.namespace, cluster_id)
-        current.cluster_id = current.cluster_id or cluster_id
-        merged = current.merged(bundle.members(), adopted=adopting, also_in=bundle.also_in())
-        if persist(lambda: inventory.write(cluster, merged, previous=old)):
-            summary.inventory_writes += 1
-            note(reporter, f"{where}: {len(merged.members)} objects recorded (old and new) before applying")
-    ClusterRecord(cluster_id, cluster.info.server, cluster.info.context).save(kfdef.app_dir)
+        bundle = run.bundle
+        run.bundle = persist(lambda: with_secret_values(cluster, bundle, run.reporter))
 
+
+def _record_old_and_new(run: _Run) -> None:
+    """Inventory add: old and new are recorded before anything is applied, so a crash never loses track."""
+    cluster, bundle = run.cluster, run.bundle
+    with talking_to(cluster, f"recording the inventory {run.where} before applying"):
+        run.persist(lambda: _ensure_inventory_namespace(cluster, bundle))
+        current = run.old or inventory.Inventory(bundle.inventory_name, run.kfdef.namespace, run.cluster_id)
+        current.cluster_id = current.cluster_id or run.cluster_id
+        run.merged = current.merged(bundle.members(), adopted=run.adopting, also_in=bundle.also_in())
+        merged, old = run.merged, run.old
+        if run.persist(lambda: inventory.write(cluster, merged, previous=old)):
+            run.summary.inventory_writes += 1
+            note(run.reporter, f"{run.where}: {len(merged.members)} objects recorded (old and new) before applying")
+    ClusterRecord(run.cluster_id, cluster.info.server, cluster.info.context).save(run.kfdef.app_dir)
+
+
+def _apply_and_wait(run: _Run) -> None:
+    """Apply in dependency order and wait until healthy (:mod:`kfctl.engine.apply`); the inventory to come holds
+    every wanted object with the UID it got."""
+    found = run.found
     known = {**found.live, **{f.key: f.live for f in found.foreign}}
-    announce(reporter, plan)
-    engine = Engine(cluster, reporter, options=options, prepare=bundle.prepare, known=known, adopting=adopting)
-    since_start = time.monotonic() - start  # the engine counts from its own start; the table from the command's
-    result = engine.run(plan)
+    announce(run.reporter, run.plan)
+    engine = Engine(
+        run.cluster, run.reporter, options=run.options, prepare=run.bundle.prepare, known=known, adopting=run.adopting
+    )
+    run.since_start = time.monotonic() - run.start  # the engine counts from its own start; the table from the command's
+    result = run.result = engine.run(run.plan)
+    summary = run.summary
     summary.created, summary.configured, summary.corrected = (
         len(result.created),
         len(result.configured),
         len(result.corrected),
     )
     summary.adopted, summary.unchanged = len(result.adopted), len(result.unchanged)
-    wanted = dict(bundle.members())
-    shared = bundle.also_in()
-    final = inventory.Inventory(merged.name, merged.namespace, merged.cluster_id)
-    for key, app in wanted.items():
+    merged, shared = run.merged, run.bundle.also_in()
+    run.final = inventory.Inventory(merged.name, merged.namespace, merged.cluster_id)
+    for key, app in run.bundle.members():
         was = merged.members.get(key)
         uid = result.uids.get(key) or (was.uid if was else "")
-        final.members[key] = inventory.Member(key, app, uid, was.adopted if was else "", shared.get(key, ()))
-    removed: RemoveResult | None = None
-    if result.ok and prune is not None:
-        gone = [m for k, m in merged.members.items() if k not in wanted]
-        # A namespace dropped from the bundle while objects still wanted live in it must stay: deleting it
-        # would delete them.
-        still_used = {k.namespace for k in wanted if k.namespace}
-        held = [m for m in gone if (m.key.group, m.key.kind) == ("", "Namespace") and m.key.name in still_used]
-        gone = [m for m in gone if m not in held]
-        if lock is not None:
-            lock.check("pruning")
-        with talking_to(cluster, "pruning"):
-            removed = remove(
-                cluster, gone, applyset_id=bundle.applyset_id, reporter=reporter, options=prune, verb="Pruned"
-            )
-        for m in held:
-            why = "still holds objects this KfDef applies; kept"
-            removed.kept.append((m.key, why))
-            reporter(Event("Kept", str(m.key), why, app=m.application))
-        summary.pruned = len(removed.removed)
-        summary.kept = [f"{k}: {why}" for k, why in removed.kept]
-        # Keep tracking what is still there (kept, stuck or failed) so a later run can remove it.
-        left = {k for k, _ in removed.kept + removed.stuck + removed.failed}
-        for key in left:
-            final.members[key] = merged.members[key]
-    else:
+        run.final.members[key] = inventory.Member(key, app, uid, was.adopted if was else "", shared.get(key, ()))
+
+
+def _prune(run: _Run) -> None:
+    """After a successful apply, remove what the KfDef no longer renders; what stays (kept, stuck, failed, or
+    not pruned at all) stays recorded, so a later run can remove it."""
+    merged, final = run.merged, run.final
+    if not (run.result.ok and run.prune is not None):
         for key, m in merged.members.items():
             final.members.setdefault(key, m)
-    persist.deadline = time.monotonic() + options.wait_timeout
-    previous = _after(merged, old)
-    if lock is not None:
-        lock.check("recording the inventory")
-    with talking_to(cluster, f"recording the inventory {where} after applying"):
-        if persist(lambda: inventory.write(cluster, final, previous=previous)):
-            summary.inventory_writes += 1
-            note(reporter, f"{where}: {len(final.members)} objects recorded")
-    pruned = Counter(merged.members[k].application for k in (removed.removed if removed else ()) if k in merged.members)
-    summary.applications = application_rows(plan, result, pruned, offset=since_start)
+        return
+    wanted = dict(run.bundle.members())
+    gone = [m for k, m in merged.members.items() if k not in wanted]
+    # A namespace dropped from the bundle while objects still wanted live in it must stay: deleting it
+    # would delete them.
+    still_used = {k.namespace for k in wanted if k.namespace}
+    held = [m for m in gone if (m.key.group, m.key.kind) == ("", "Namespace") and m.key.name in still_used]
+    gone = [m for m in gone if m not in held]
+    run.check_lock("pruning")
+    with talking_to(run.cluster, "pruning"):
+        removed = remove(
+            run.cluster,
+            gone,
+            applyset_id=run.bundle.applyset_id,
+            reporter=run.reporter,
+            options=run.prune,
+            verb="Pruned",
+        )
+    for m in held:
+        why = "still holds objects this KfDef applies; kept"
+        removed.kept.append((m.key, why))
+        run.reporter(Event("Kept", str(m.key), why, app=m.application))
+    run.summary.pruned = len(removed.removed)
+    run.summary.kept = [f"{k}: {why}" for k, why in removed.kept]
+    for key, _ in removed.kept + removed.stuck + removed.failed:
+        final.members[key] = merged.members[key]
+    run.removed = removed
+
+
+def _record_final(run: _Run) -> None:
+    """Inventory set: it shrinks only now, after the prune that removed the rest succeeded."""
+    run.persist.deadline = time.monotonic() + run.options.wait_timeout
+    previous = _after(run.merged, run.old)
+    final = run.final
+    run.check_lock("recording the inventory")
+    with talking_to(run.cluster, f"recording the inventory {run.where} after applying"):
+        if run.persist(lambda: inventory.write(run.cluster, final, previous=previous)):
+            run.summary.inventory_writes += 1
+            note(run.reporter, f"{run.where}: {len(final.members)} objects recorded")
+
+
+def _summarize(run: _Run) -> None:
+    summary, plan, result, merged = run.summary, run.plan, run.result, run.merged
+    removed = run.removed.removed if run.removed else []
+    pruned = Counter(merged.members[k].application for k in removed if k in merged.members)
+    summary.applications = application_rows(plan, result, pruned, offset=run.since_start)
     summary.critical_path = critical_path(plan, result.ready_at)
     summary.scheduling = summarize(scheduling_latencies(plan, result.ready_at, result.applied_at))
-    summary.error = _error(result, removed)
-    summary.seconds = time.monotonic() - start
-    summary.requests = cluster.stats.as_dict()
-    return summary
+    summary.error = _error(result, run.removed)
+    summary.seconds = time.monotonic() - run.start
+    summary.requests = run.cluster.stats.as_dict()
+
+
+# The run under the install's lock, in order. The order is the crash-safety argument: the inventory records old
+# and new before anything is applied, and shrinks only after the prune that removed the rest succeeded, so a
+# run stopped anywhere (a crash, Ctrl-C, a lost lock) leaves an inventory that covers everything it applied.
+PHASES: tuple[Callable[[_Run], None], ...] = (
+    _read,
+    _record_old_and_new,
+    _apply_and_wait,
+    _prune,
+    _record_final,
+    _summarize,
+)
 
 
 def announce(reporter: Reporter, plan: Plan) -> None:
