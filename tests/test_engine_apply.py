@@ -9,14 +9,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from fakecluster import FakeCluster, available, obj, ready_endpoint
+from fakecluster import FakeCluster, available, established, obj, ready_endpoint, served_crd
 
 from kfctl.engine import labels, ownership
 from kfctl.engine.apply import ApplyOptions, ApplyResult, Engine
 from kfctl.engine.events import EventLog
 from kfctl.k8s.api import ApiError, ProxyAnswer, Unreachable
 from kfctl.objects import Obj, ObjectKey, key_of
-from kfctl.plan.graph import Step, build_plan
+from kfctl.plan.graph import ExternalCheck, Step, build_plan
 
 FAST = ApplyOptions(concurrency=4, wait_timeout=2.0, timeout=10.0, poll_interval=0.01)
 APPSET = "applyset-test-v1"
@@ -589,3 +589,28 @@ def test_objects_that_exist_under_another_owner_are_reported_as_adopted_with_tha
     result, log = run(cluster, [NS, obj("v1", "ConfigMap", "c", "demo", data={"a": "1"})])
     assert result.adopted == ["ConfigMap demo/c"]
     assert [e.message for e in log.of("Adopted")] == ["taken over from Helm release demo/r"]
+
+
+def test_an_external_application_is_checked_then_what_depends_on_it_applies() -> None:
+    """An external application's step (kfctl.engine.steps.ExternalWait) has nothing to apply: it is checked until
+    the CRDs it names are served, and only then does an application after it start."""
+    cluster = FakeCluster()
+    crd = served_crd("cert-manager.io", "Certificate", "certificates")
+    established(crd)
+    cluster.put(crd)
+    cm = obj("v1", "ConfigMap", "c", namespace="default", data={"a": "b"})
+    plan = build_plan(
+        [("app", [cm])],
+        depends_on={"app": ["cm"]},
+        externals=[ExternalCheck("cm", ("certificates.cert-manager.io",))],
+    )
+    log = EventLog()
+    engine = Engine(
+        cluster,
+        log,
+        options=FAST,
+        prepare=lambda s: labels.prepare(s.obj or {}, applyset_id=APPSET, kfdef_name="t", application=s.app),
+    )
+    result = engine.run(plan)
+    assert result.ok, log.events
+    assert position(log, "Healthy", "external application cm") < position(log, "Created", "ConfigMap default/c")

@@ -12,8 +12,10 @@ prints: progress goes to the reporter as :class:`~kfctl.engine.events.Event` val
 This module only wires the parts together and guarantees the clean-up (workers stopped, watches closed,
 Ctrl-C included):
 
-- :mod:`kfctl.engine.schedule` — the run's state and loop; start reading there to follow one object;
-- :mod:`kfctl.engine.work` — what the worker threads do (apply, check, check many);
+- :mod:`kfctl.engine.schedule` — the run's state and loop; start reading there to follow one object
+  (kfctl/engine/README.md follows one in a paragraph);
+- :mod:`kfctl.engine.steps` — the four kinds of step, each owning how it starts and how it is checked;
+- :mod:`kfctl.engine.work` — what the worker threads do (apply, check, check many), one result type each;
 - :mod:`kfctl.k8s.watch` / :mod:`kfctl.k8s.cached` — the watches that answer health reads from memory;
 - :mod:`kfctl.engine.result` — what a run takes and returns.
 """
@@ -28,8 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from kfctl.engine.events import Reporter
 from kfctl.engine.result import ApplyOptions, ApplyResult, Failure
-from kfctl.engine.schedule import Changed, Finished, Run
-from kfctl.engine.work import Workers
+from kfctl.engine.schedule import Changed, Run
+from kfctl.engine.work import Finished, Workers
 from kfctl.k8s.api import Cluster
 from kfctl.k8s.cached import CachedCluster
 from kfctl.k8s.watch import WatchCache
@@ -97,7 +99,6 @@ class Engine:
             stopping.set()
             watches.close()
             pool.shutdown(wait=True, cancel_futures=True)
-        self.known = workers.known  # what a retried run may still trust
         result.seconds = self.clock() - start
         result.ready_at = {sid: t.ready_at - start for sid, t in run.tracks.items() if t.ready_at is not None}
         result.applied_at = {sid: t.applied_at - start for sid, t in run.tracks.items() if t.applied_at is not None}

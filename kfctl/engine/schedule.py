@@ -1,17 +1,24 @@
 """One apply run's state and its loop: which step starts, which is checked, what became of each.
 
-Follow one object from pending to healthy:
+Follow one object from pending to healthy (kfctl/engine/README.md tells the same path in one paragraph):
 
 1. :meth:`Run.consider` queues a pending step when something it depends on changed state; the loop's
-   :meth:`Run._start_candidates` starts it (an :class:`~kfctl.engine.work.Apply` on a worker) once every
-   dependency is ready — or, for an order-only rule, applied — and an apply slot is free. When slots are
-   few, the step with the longest chain of waits from it goes first (:mod:`kfctl.plan.priority`).
-2. :meth:`Run._after_apply` records the outcome (Created, Configured …). Without a wait it is ready; else
+   :meth:`Run._start_candidates` looks at it, and :meth:`Run._maybe_start` starts it once every dependency is
+   ready — or, for an order-only rule, applied. Starting is the step's own: each kind of step
+   (:mod:`kfctl.engine.steps`) picks one of the run's three ways. An :class:`~kfctl.engine.steps.ObjectStep`
+   asks for :meth:`Run.start_apply`, which waits for a free apply slot (when slots are few, the step with the
+   longest chain of waits from it goes first, :mod:`kfctl.plan.priority`) and hands an
+   :class:`~kfctl.engine.work.Apply` to a worker (:meth:`~kfctl.engine.work.Workers.apply`); a webhook backend
+   or an external application is checked at once (:meth:`Run.start_waiting`); an application gate opens
+   (:meth:`Run.open_gate`).
+2. The worker's :class:`~kfctl.engine.work.Applied` comes back through the ``inbox``;
+   :meth:`Run._after_apply` records the outcome (Created, Configured …). Without a wait it is ready; else
    it is "waiting", judged at once on the object the server returned (:meth:`Run._judge`).
 3. A waiting step is checked again at its ``next_check`` (a quarter second, backing off to
-   ``poll_interval``) — from a watch's memory when its kind is watched (:mod:`kfctl.k8s.watch`), else with
-   a GET, or with one LIST for several of a kind in a namespace — and at once when a watch reports that
-   its object changed. Each verdict goes through :meth:`Run._judge`: ready, failed, or check again later.
+   ``poll_interval``) by :meth:`Run._start_due_checks` — the step's own ``check``, from a watch's memory when
+   its kind is watched (:mod:`kfctl.k8s.watch`), else with a GET, or with one LIST for several of a kind in a
+   namespace — and at once when a watch reports that its object changed (:meth:`Run._object_changed`). Each
+   verdict (:meth:`Run._after_check`) goes through :meth:`Run._judge`: ready, failed, or check again later.
 4. :meth:`Run._ready` / :meth:`Run._fail` / :meth:`Run._block` end it; :meth:`Run._changed` then queues its
    dependents (back to 1).
 
@@ -31,13 +38,14 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from kfctl.engine.events import Event, EventType, Reporter
 from kfctl.engine.probe import workload_problems
 from kfctl.engine.result import ApplyOptions, ApplyResult, Failure
 from kfctl.engine.retry import backoff
-from kfctl.engine.work import Apply, ApplyOutcome, Check, CheckBatch, Work, Workers
+from kfctl.engine.steps import EngineStep, ObjectStep, engine_step
+from kfctl.engine.work import Applied, Apply, Check, CheckBatch, Checked, CheckedMany, Finished, Work, Workers
 from kfctl.health.model import Health, progressing, ready
 from kfctl.k8s.errors import Immutable, KubeError, Transient
 from kfctl.k8s.watch import WatchCache
@@ -59,19 +67,6 @@ WATCH_MIN = 3
 # from the server instead (a watch that lags that much, or lost track of it, is not worth waiting for).
 WATCH_PATIENCE = 5.0
 ALWAYS_WATCHED = frozenset({("apiextensions.k8s.io", "CustomResourceDefinition")})
-# What a check reads besides the step's own object: its kinds are watched as soon as the step waits, and a
-# change to any object of them has the step checked again. A webhook backend also reads the configurations,
-# Deployment and Certificate it names (see _reads); a PVC not yet bound, the StorageClasses.
-BACKEND_READS = frozenset({("", "Service"), ("discovery.k8s.io", "EndpointSlice")})
-EXTERNAL_READS = frozenset(
-    {
-        ("apiextensions.k8s.io", "CustomResourceDefinition"),
-        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
-        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
-        *BACKEND_READS,
-    }
-)
-OBJECT_READS = {("", "PersistentVolumeClaim"): frozenset({("storage.k8s.io", "StorageClass")})}
 
 
 @dataclass
@@ -79,6 +74,7 @@ class Track:
     """One step's progress through the run."""
 
     step: Step
+    kind: EngineStep  # what the step is, and so how it starts and is checked (kfctl.engine.steps)
     index: int  # position in topological order: queues hold these
     height: int = 0  # waits on the longest chain from it (kfctl.plan.priority): started first when slots are few
     state: State = "pending"
@@ -96,21 +92,13 @@ class Track:
 
 
 @dataclass(frozen=True)
-class Finished:
-    """A worker finished ``work``; ``future`` holds its value or its error."""
-
-    work: Work
-    future: Future[object]
-
-
-@dataclass(frozen=True)
 class Changed:
     """A watch saw ``key`` change."""
 
     key: ObjectKey
 
 
-def _api_failure(fut: Future[object]) -> KubeError | None:
+def _api_failure(fut: Future[Any]) -> KubeError | None:
     """The API failure a worker met, if any. Anything else is a bug in kfctl: raised, so that the CLI says
     so (exit 1) instead of reporting it as the API server's denial or an object's health."""
     err = fut.exception()
@@ -121,25 +109,25 @@ def _api_failure(fut: Future[object]) -> KubeError | None:
     return err
 
 
-def _batches(due: list[Track], watched: Callable[[ObjectKey], bool]) -> list[list[Track]]:
-    """Group due checks: objects of one namespaced kind in one namespace together, the rest alone. Objects
-    of a watched kind are judged from memory, one by one at no cost."""
-    groups: dict[tuple[str, str, str], list[Track]] = {}
-    out: list[list[Track]] = []
+def _batches(due: list[Track], watched: Callable[[ObjectKey], bool]) -> list[Track | tuple[ObjectStep, ...]]:
+    """Group due checks: objects of one namespaced kind in one namespace together (a tuple of them), the rest
+    alone (their track). Objects of a watched kind are judged from memory, one by one at no cost."""
+    groups: dict[tuple[str, str, str], list[tuple[Track, ObjectStep]]] = {}
+    out: list[Track | tuple[ObjectStep, ...]] = []
     for t in due:
-        step = t.step
-        if step.kind != "object" or step.key is None or step.obj is None or not step.key.namespace:
-            out.append([t])
+        step = t.kind
+        if not isinstance(step, ObjectStep) or not step.key.namespace:
+            out.append(t)
             continue
         if step.key.kind in NOT_BATCHED or watched(step.key):
-            out.append([t])
+            out.append(t)
             continue
-        groups.setdefault((str(step.obj.get("apiVersion")), step.key.kind, step.key.namespace), []).append(t)
+        groups.setdefault((step.api_version, step.key.kind, step.key.namespace), []).append((t, step))
     for group in groups.values():
         if len(group) >= BATCH_MIN:
-            out.append(group)
+            out.append(tuple(step for _, step in group))
         else:
-            out += [[t] for t in group]
+            out += [t for t, _ in group]
     return out
 
 
@@ -171,13 +159,14 @@ class Run:
         self.order = topological_order(plan)
         self.dependents = plan.dependents()
         height = heights(plan, self.order, self.dependents)
-        self.tracks = {sid: Track(plan.steps[sid], i, height[sid]) for i, sid in enumerate(self.order)}
+        steps = [plan.steps[sid] for sid in self.order]
+        self.tracks = {s.id: Track(s, engine_step(s), i, height[s.id]) for i, s in enumerate(steps)}
         self.remaining = len(self.order)
         self.candidates: list[tuple[int, int]] = []  # heap: (-height, index) of pending steps worth a look
         self.queued: set[int] = set()
         self.retries: list[tuple[float, int]] = []  # heap: (not_before, index)
         self.checks: list[tuple[float, int]] = []  # heap: (next_check, index)
-        self.in_flight: dict[Future[object], Work] = {}
+        self.in_flight: dict[Future[Any], Work] = {}
         self.applying = 0
         self.denied = False
         self.app_objects = Counter(s.app for s in plan.objects())
@@ -186,7 +175,7 @@ class Run:
         self.waits_by_kind = Counter((s.key.group, s.key.kind) for s in plan.objects() if s.key and s.wait)
         self.reading: dict[tuple[str, str], list[Track]] = {}  # kind → steps whose check reads it besides their object
         for t in self.tracks.values():
-            for kind in _reads(t.step):
+            for kind in t.kind.reads():
                 self.reading.setdefault(kind, []).append(t)
 
     # --- the loop --------------------------------------------------------------------------------------
@@ -212,9 +201,9 @@ class Run:
                 break
 
     def _submit(self, work: Work) -> None:
-        fut: Future[object] = self.pool.submit(self.workers.run, work)
-        self.in_flight[fut] = work
-        fut.add_done_callback(lambda f: self.inbox.put(Finished(work, f)))
+        finished = work.start(self.workers, self.pool)
+        self.in_flight[finished.future] = work
+        finished.future.add_done_callback(lambda _f: self.inbox.put(finished))
 
     def _next_messages(self, now: float) -> list[Finished | Changed]:
         """Sleep until a worker finishes, a watch reports a change, or the next retry or check is due."""
@@ -237,14 +226,14 @@ class Run:
             if isinstance(msg, Changed):
                 self._object_changed(msg.key)
                 continue
-            work = self.in_flight.pop(msg.future)
-            if isinstance(work, Apply):
+            del self.in_flight[msg.future]
+            if isinstance(msg, Applied):
                 self.applying -= 1
-                self.denied = self._after_apply(self.tracks[work.step.id], msg.future) or self.denied
-            elif isinstance(work, CheckBatch):
-                self._after_check_many(work, msg.future)
+                self.denied = self._after_apply(self.tracks[msg.work.step.id], msg) or self.denied
+            elif isinstance(msg, CheckedMany):
+                self._after_check_many(msg)
             else:
-                self._after_check(self.tracks[work.step.id], msg.future)
+                self._after_check(self.tracks[msg.work.step.id], msg)
 
     def consider(self, sid: str) -> None:
         t = self.tracks[sid]
@@ -294,18 +283,10 @@ class Run:
                 continue
             if dep.state != "ready":
                 return None
-        step = t.step
-        if step.kind == "application":
-            t.started = t.started if t.started is not None else now
-            self._ready(t, ready("all objects ready"), quiet=True)
-            return None
-        if step.kind in ("webhook-backend", "external"):
-            t.started = t.started if t.started is not None else now
-            t.state = "waiting"
-            t.next_check = now
-            self._watch_if_worth_it(t)
-            self._changed(t)
-            return None
+        return t.kind.start(self, t, now)
+
+    # The three ways a step starts (kfctl.engine.steps.Starter): each kind of step picks its own.
+    def start_apply(self, t: Track, step: ObjectStep, now: float) -> Literal["full"] | None:
         if self.applying >= self.options.concurrency:
             return "full"
         if t.started is None:
@@ -316,19 +297,30 @@ class Run:
         self._submit(Apply(step))
         return None
 
+    def start_waiting(self, t: Track, now: float) -> None:
+        t.started = t.started if t.started is not None else now
+        t.state = "waiting"
+        t.next_check = now
+        self._watch_if_worth_it(t)
+        self._changed(t)
+
+    def open_gate(self, t: Track, now: float) -> None:
+        t.started = t.started if t.started is not None else now
+        self._ready(t, ready("all objects ready"), quiet=True)
+
     # --- after an apply ------------------------------------------------------------------------------------
-    def _after_apply(self, t: Track, fut: Future[object]) -> bool:
+    def _after_apply(self, t: Track, done: Applied) -> bool:
         """Record an apply's outcome; True when the API server denied it (the run stops)."""
-        err = _api_failure(fut)
+        step = done.work.step
+        err = _api_failure(done.future)
         if err is not None:
-            return self._apply_error(t, err)
-        outcome = fut.result()
-        assert isinstance(outcome, ApplyOutcome) and t.step.key is not None
+            return self._apply_error(t, step, err)
+        outcome = done.future.result()
         t.live = outcome.live
         t.applied_at = self.clock()
         uid = (outcome.live.get("metadata") or {}).get("uid")
         if uid:
-            self.result.uids[t.step.key] = str(uid)
+            self.result.uids[step.key] = str(uid)
         event, bucket = {
             "created": ("Created", self.result.created),
             "configured": ("Configured", self.result.configured),
@@ -353,7 +345,7 @@ class Run:
             self._changed(t)
         return False
 
-    def _apply_error(self, t: Track, err: KubeError) -> bool:
+    def _apply_error(self, t: Track, step: ObjectStep, err: KubeError) -> bool:
         """Retry a transient failure, else fail the step; True when the API server denied it (the run stops)."""
         now = self.clock()
         said = err.explanation
@@ -371,8 +363,7 @@ class Run:
                 self._emit("Retrying", t.step, f"{said} (retrying in {delay:.1f}s)")
             return False
         if isinstance(err, Immutable):
-            key = t.step.key
-            assert key is not None
+            key = step.key
             why_not = never_recreated(key.group, key.kind)
             fix = (
                 f"kfctl never recreates it ({why_not}): change it back in the source, or migrate by hand"
@@ -389,12 +380,12 @@ class Run:
         """A waiting step will be checked: watch its object's kind when enough objects of it wait (see
         WATCH_MIN), and the kinds its check reads besides (a backend's Service, a PVC's StorageClasses),
         which it would otherwise read on every check."""
-        key, obj = t.step.key, t.step.obj
-        if key is not None and obj is not None:
+        if isinstance(t.kind, ObjectStep):
+            key = t.kind.key
             own = (key.group, key.kind)
             if own in ALWAYS_WATCHED or self.waits_by_kind[own] >= WATCH_MIN:
-                self.watches.watch(str(obj.get("apiVersion")), key.kind)
-        for group, kind in _reads(t.step):
+                self.watches.watch(t.kind.api_version, key.kind)
+        for group, kind in t.kind.reads():
             self.watches.watch("", kind, group=group)
 
     def _watched(self, key: ObjectKey) -> bool:
@@ -414,13 +405,12 @@ class Run:
                 continue
             t.checking = True
             due.append(t)
-        for group in _batches(due, self._watched):
-            if len(group) == 1:
-                t = group[0]
-                patient = t.applied_at is not None and now - t.applied_at < WATCH_PATIENCE
-                self._submit(Check(t.step, wait_for_watch=patient))
+        for batch in _batches(due, self._watched):
+            if isinstance(batch, Track):
+                patient = batch.applied_at is not None and now - batch.applied_at < WATCH_PATIENCE
+                self._submit(Check(batch.kind, wait_for_watch=patient))
             else:
-                self._submit(CheckBatch(tuple(t.step for t in group)))
+                self._submit(CheckBatch(batch))
 
     def _object_changed(self, key: ObjectKey) -> None:
         """A watch saw ``key`` change: check what waits on it now rather than at its next poll."""
@@ -434,28 +424,26 @@ class Run:
                 w.next_check = self.clock()
                 heapq.heappush(self.checks, (w.next_check, w.index))
 
-    def _after_check(self, t: Track, fut: Future[object]) -> None:
+    def _after_check(self, t: Track, done: Checked) -> None:
         t.checking = False
-        err = _api_failure(fut)
+        err = _api_failure(done.future)
         if err is not None:
             if not isinstance(err, Transient):
                 self._fail(t, err.explanation)
                 return
             h = progressing(err.explanation)
         else:
-            verdict = fut.result()
+            verdict = done.future.result()
             if verdict is None:  # no news: the watch has not shown our write yet and will report it
                 self._check_later(t)
                 return
-            assert isinstance(verdict, Health)
             h = verdict
         self._judge(t, h)
 
-    def _after_check_many(self, work: CheckBatch, fut: Future[object]) -> None:
-        err = _api_failure(fut)
-        verdicts = {} if err is not None else fut.result()
-        assert isinstance(verdicts, dict)
-        for step in work.steps:
+    def _after_check_many(self, done: CheckedMany) -> None:
+        err = _api_failure(done.future)
+        verdicts = {} if err is not None else done.future.result()
+        for step in done.work.steps:
             t = self.tracks[step.id]
             t.checking = False
             if t.state != "waiting":
@@ -501,7 +489,7 @@ class Run:
         t.ready_at = self.clock()
         if not quiet:
             self._emit("Healthy", t.step, h.message)
-        if t.step.kind == "object":
+        if isinstance(t.kind, ObjectStep):
             self.unready[t.step.app] -= 1
             if not self.unready[t.step.app]:  # the application's last object: say so, once
                 n = self.app_objects[t.step.app]
@@ -582,17 +570,3 @@ class Run:
 
     def _emit(self, kind: EventType, step: Step, message: str = "", *, chain: tuple[str, ...] = ()) -> None:
         self.report(Event(kind, step.id, message, app=step.app, chain=chain))
-
-
-def _reads(step: Step) -> set[tuple[str, str]]:
-    """The kinds a webhook backend's or an external application's check reads: a change to any object of
-    them may change its verdict."""
-    if step.kind == "webhook-backend" and step.backend is not None:
-        b = step.backend
-        named = [k for k, _ in b.configs] + [k for k in (b.deployment, b.certificate) if k is not None]
-        return {(k.group, k.kind) for k in named} | set(BACKEND_READS)
-    if step.kind == "external":
-        return set(EXTERNAL_READS)
-    if step.key is not None and (step.key.group, step.key.kind) in OBJECT_READS:
-        return set(OBJECT_READS[(step.key.group, step.key.kind)])
-    return set()

@@ -1,9 +1,11 @@
 """What the engine's worker threads do: apply one object, check one step's health, or check many with one LIST.
 
 The scheduler (:mod:`kfctl.engine.schedule`) hands out typed work items — :class:`Apply`, :class:`Check`,
-:class:`CheckBatch` — and gets back what :meth:`Workers.run` returned, so it dispatches on a type instead
-of a string tag. Workers only read and write the cluster and return values; they never touch the run's
-state, which lives on the scheduler's one thread.
+:class:`CheckBatch` — each of which starts itself on the pool and comes back as its own type of result
+(:class:`Applied`, :class:`Checked`, :class:`CheckedMany`), so the scheduler reads each value at the type it
+has. What a check reads and how it judges is the step's own (:mod:`kfctl.engine.steps`). Workers only read and
+write the cluster and return values; they never touch the run's state, which lives on the scheduler's one
+thread.
 
 Reads go through :class:`~kfctl.k8s.cached.CachedCluster`: a waiting object of a watched kind is judged
 from memory, so a check costs a request only when no live watch can answer.
@@ -13,11 +15,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal
 
 from kfctl.engine import drift, labels
-from kfctl.engine.probe import backend_health, external_health, object_health
+from kfctl.engine.probe import object_health
+from kfctl.engine.steps import NOT_FOUND, EngineStep, ObjectStep
 from kfctl.health.model import Health, progressing
 from kfctl.k8s.api import Cluster
 from kfctl.k8s.errors import Immutable
@@ -27,14 +31,16 @@ from kfctl.plan.graph import Step
 from kfctl.plan.rules import never_recreated
 
 Verdict = Literal["created", "configured", "corrected", "adopted", "unchanged", "recreated"]
-NOT_FOUND = "not found (deleted by someone else?)"
 
 
 @dataclass(frozen=True)
 class Apply:
     """Server-side apply one object (or skip it when the live object already holds every field kfctl renders)."""
 
-    step: Step
+    step: ObjectStep
+
+    def start(self, workers: Workers, pool: ThreadPoolExecutor) -> Applied:
+        return Applied(self, pool.submit(workers.apply, self.step))
 
 
 @dataclass(frozen=True)
@@ -44,15 +50,21 @@ class Check:
     ``wait_for_watch``: when the object's watch has not shown kfctl's own write yet, answer "no news" (None)
     instead of reading it from the server — the watch will report it, and the scheduler checks again then."""
 
-    step: Step
+    step: EngineStep
     wait_for_watch: bool = False
+
+    def start(self, workers: Workers, pool: ThreadPoolExecutor) -> Checked:
+        return Checked(self, pool.submit(workers.check, self))
 
 
 @dataclass(frozen=True)
 class CheckBatch:
     """Judge several waiting objects of one kind in one namespace from a single LIST."""
 
-    steps: tuple[Step, ...]
+    steps: tuple[ObjectStep, ...]
+
+    def start(self, workers: Workers, pool: ThreadPoolExecutor) -> CheckedMany:
+        return CheckedMany(self, pool.submit(workers.check_many, self.steps))
 
 
 Work = Apply | Check | CheckBatch
@@ -60,10 +72,38 @@ Work = Apply | Check | CheckBatch
 
 @dataclass
 class ApplyOutcome:
+    """What an :class:`Apply` did."""
+
     verdict: Verdict
     live: Obj
     health: Health | None = None  # judged on ``live`` in the worker; None: poll as usual
     message: str = ""  # for the event: the fields corrected, the owner adopted from
+
+
+# What a worker hands back, one type per kind of work: its value is ``future.result()`` (or its error).
+@dataclass(frozen=True)
+class Applied:
+    work: Apply
+    future: Future[ApplyOutcome]
+
+
+@dataclass(frozen=True)
+class Checked:
+    """``future``'s value: the step's health, or None for no news (the watch will report the object)."""
+
+    work: Check
+    future: Future[Health | None]
+
+
+@dataclass(frozen=True)
+class CheckedMany:
+    """``future``'s value: each step's health, by step id."""
+
+    work: CheckBatch
+    future: Future[dict[str, Health]]
+
+
+Finished = Applied | Checked | CheckedMany
 
 
 class Workers:
@@ -94,20 +134,10 @@ class Workers:
         self.stopping = stopping  # set when the run ends (Ctrl-C included): stop waiting at once
         self._known_lock = threading.Lock()
 
-    def run(self, work: Work) -> ApplyOutcome | Health | dict[str, Health] | None:
-        if isinstance(work, Apply):
-            return self.apply(work.step)
-        if isinstance(work, Check):
-            if work.wait_for_watch and work.step.key is not None and self.watches.behind(work.step.key):
-                return None
-            return self.check(work.step)
-        return self.check_many(work.steps)
-
     # --- apply -----------------------------------------------------------------------------------------
-    def apply(self, step: Step) -> ApplyOutcome:
+    def apply(self, step: ObjectStep) -> ApplyOutcome:
         """Skip when the live object holds every field kfctl renders, else SSA."""
-        desired = self.prepare(step)
-        assert step.key is not None
+        desired = self.prepare(step.step)
         key = step.key
         res = self.cluster.resource(str(desired["apiVersion"]), str(desired["kind"]))
         with self._known_lock:
@@ -140,9 +170,8 @@ class Workers:
             return ApplyOutcome("corrected", out, self.judge_now(step, out), f"drift put back: {', '.join(corrected)}")
         return ApplyOutcome("configured", out, self.judge_now(step, out))
 
-    def _recreate(self, step: Step, desired: Obj, live: Obj | None, refused: Immutable) -> Obj:
+    def _recreate(self, step: ObjectStep, desired: Obj, live: Obj | None, refused: Immutable) -> Obj:
         """--recreate-immutable: delete the live object, wait until it is gone, apply again."""
-        assert step.key is not None
         key = step.key
         api_version = self.cluster.resource(str(desired["apiVersion"]), key.kind).api_version
         if live is None:
@@ -157,51 +186,32 @@ class Workers:
                 raise refused
         return self.cluster.apply(desired)
 
-    def judge_now(self, step: Step, live: Obj) -> Health | None:
+    def judge_now(self, step: ObjectStep, live: Obj) -> Health | None:
         """The first health verdict, on the object the server just returned: saves one read per object."""
-        if not step.wait:
+        if not step.step.wait:
             return None
         try:
             h = object_health(self.cluster, live)
         except Exception:  # a probe problem here must not count as a failed apply; the poll will see it
             return None
         if h.ready:
-            self.served(step)
+            step.served(self.cluster)
         return h
-
-    def served(self, step: Step) -> None:
-        if step.key is not None and step.key.kind == "CustomResourceDefinition" and step.obj is not None:
-            # Its kinds are served now: forget the cached discovery so dependents map at once.
-            self.cluster.invalidate(str((step.obj.get("spec") or {}).get("group", "")))
 
     # --- health ----------------------------------------------------------------------------------------
-    def check(self, step: Step) -> Health:
-        if step.kind == "webhook-backend":
-            assert step.backend is not None
-            return backend_health(self.cluster, step.backend)
-        if step.kind == "external":
-            assert step.external is not None
-            return external_health(self.cluster, step.external)
-        assert step.key is not None and step.obj is not None
-        res = self.cluster.resource(str(step.obj["apiVersion"]), step.key.kind)
-        live = self.cluster.get(res.api_version, step.key.kind, namespace=step.key.namespace, name=step.key.name)
-        if live is None:
-            return progressing(NOT_FOUND)
-        h = object_health(self.cluster, live)
-        if h.ready:
-            self.served(step)
-        return h
+    def check(self, work: Check) -> Health | None:
+        if work.wait_for_watch and isinstance(work.step, ObjectStep) and self.watches.behind(work.step.key):
+            return None
+        return work.step.check(self.cluster)
 
-    def check_many(self, steps: tuple[Step, ...]) -> dict[str, Health]:
+    def check_many(self, steps: tuple[ObjectStep, ...]) -> dict[str, Health]:
         """Objects of one kind in one namespace, judged from a single LIST instead of a GET each."""
         first = steps[0]
-        assert first.key is not None and first.obj is not None
-        res = self.cluster.resource(str(first.obj["apiVersion"]), first.key.kind)
+        res = self.cluster.resource(first.api_version, first.key.kind)
         items = self.cluster.list(res.api_version, first.key.kind, namespace=first.key.namespace)
         by_name = {str((o.get("metadata") or {}).get("name")): o for o in items}
         out: dict[str, Health] = {}
         for step in steps:
-            assert step.key is not None
             live = by_name.get(step.key.name)
-            out[step.id] = object_health(self.cluster, live) if live else progressing(NOT_FOUND)
+            out[step.step.id] = object_health(self.cluster, live) if live else progressing(NOT_FOUND)
         return out
