@@ -6,7 +6,8 @@ upstream's own sources from ../shared/fixtures behind a real git server and an H
 `--mirror` as a user behind one would; GitHub is out of reach (a dead proxy).
 
 What runs: the real operators the process runtime has a binary for, at the release's own versions (katib v0.19.0,
-KServe v0.15.2, Trainer v2.1.0 and its JobSet v0.10.1, and kubeflow/kubeflow v1.10.0's profile controller, KFAM,
+KServe v0.15.2, Trainer v2.1.0 and its JobSet v0.10.1, the Spark operator v2.4.0, Knative Serving's controller,
+webhook and autoscaler (v0.43.1 standing in for 1.16.2), and kubeflow/kubeflow v1.10.0's profile controller, KFAM,
 notebook controller and PodDefault webhook built from ../shared/fixtures' source); kwok plays every other pod.
 Upstream's own test objects and scripts (the release's tests/) run against it as they run in upstream's CI.
 Webhooks whose server cannot be built here are played by the stand-in controller (kfctl_testbed.standin), which says so
@@ -235,6 +236,116 @@ def test_the_real_spark_operator_makes_its_certificate_validates_and_takes_up_a_
     assert "spark-submit" in state.get("errorMessage", ""), state
     print(f"spark-pi-python: {state['state']} (no Spark here): {state['errorMessage'][:200]}")
     kubectl(platform.kubeconfig, "delete", "sparkapplication", "spark-pi-python", "-n", USER_NS, "--wait=true")
+
+
+KNATIVE = "knative-serving"
+KNATIVE_WEBHOOKS = (
+    ("mutatingwebhookconfiguration", "webhook.serving.knative.dev"),
+    ("validatingwebhookconfiguration", "validation.webhook.serving.knative.dev"),
+    ("validatingwebhookconfiguration", "config.webhook.serving.knative.dev"),
+)
+
+
+def knative_service(name: str, containers: list[dict[str, Any]]) -> str:
+    return yaml.safe_dump(
+        {
+            "apiVersion": "serving.knative.dev/v1",
+            "kind": "Service",
+            "metadata": {"name": name, "namespace": USER_NS},
+            "spec": {"template": {"spec": {"containers": containers}}},
+        }
+    )
+
+
+def test_real_knative_serving_makes_its_certificate_validates_and_reconciles_a_service(
+    platform: Platform, release: Path
+) -> None:
+    """Knative Serving's controller, webhook and autoscaler run for real (v0.43.1, Knative 1.16.1, standing in for the
+    1.16.2 the release pins by digest: the module proxy refuses v0.43.2); kwok plays the activator, which is Ready
+    only with a websocket to the autoscaler's Service, and the runtime gives pods no network but loopback. The
+    webhook made its own certificate in the release's empty Secret webhook-certs and wrote that CA into its three
+    webhook configurations (no stand-in). A Service without a container is refused by the validating webhook's own
+    message; a valid one is defaulted by the mutating webhook (the traffic block we did not send), and the real
+    controller makes its
+    Configuration, its first Revision and the Revision's Deployment with the queue-proxy sidecar the release's
+    config-deployment names. net-istio cannot be built here (its module is refused), so the Route never gets an
+    ingress and nothing is served: the test stops at the Deployment. The image is under dev.local, a registry
+    Knative never resolves (its default registries-skipping-tag-resolving), so nothing dials out."""
+    for deployment in ("controller", "webhook", "autoscaler"):
+        print(
+            f"{KNATIVE}/{deployment}:",
+            runs_for_real(platform.kubeconfig, platform.state_dir, KNATIVE, deployment, deployment),
+        )
+    secret = json.loads(kubectl(platform.kubeconfig, "get", "secret", "webhook-certs", "-n", KNATIVE, "-o", "json"))
+    ca = base64.b64decode(secret["data"]["ca-cert.pem"])
+    for kind, name in KNATIVE_WEBHOOKS:
+        config = json.loads(kubectl(platform.kubeconfig, "get", kind, name, "-o", "json"))
+        bundles = {base64.b64decode(w["clientConfig"].get("caBundle", "")) for w in config["webhooks"]}
+        assert bundles == {ca}, f"{kind} {name}: caBundle is not the CA of Knative's own Secret webhook-certs"
+
+    create = subprocess.run(
+        ["kubectl", "--kubeconfig", platform.kubeconfig, "create", "-f", "-"],
+        input=knative_service("knative-refused", []),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert create.returncode == 1, create.stdout + create.stderr
+    assert 'admission webhook "validation.webhook.serving.knative.dev" denied the request' in create.stderr, (
+        create.stderr
+    )
+    assert "spec.template.spec.containers" in create.stderr, create.stderr
+    print("refused by Knative's webhook:", create.stderr.strip())
+
+    name = "hello"
+    subprocess.run(
+        ["kubectl", "--kubeconfig", platform.kubeconfig, "create", "-f", "-"],
+        input=knative_service(name, [{"image": "dev.local/hello:v1"}]),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    try:
+        stored = json.loads(kubectl(platform.kubeconfig, "get", "ksvc", name, "-n", USER_NS, "-o", "json"))
+        assert stored["spec"]["traffic"] == [{"latestRevision": True, "percent": 100}], stored["spec"]
+
+        def revision_deployment() -> dict[str, Any] | None:
+            found = subprocess.run(
+                [
+                    *("kubectl", "--kubeconfig", platform.kubeconfig, "get", "deployment", f"{name}-00001-deployment"),
+                    *("-n", USER_NS, "-o", "json"),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+            return json.loads(found.stdout) if found.returncode == 0 else None
+
+        deployment = poll(
+            revision_deployment, timeout=120, what=f"Knative's controller to deploy Revision {name}-00001"
+        )
+        containers = {c["name"]: c["image"] for c in deployment["spec"]["template"]["spec"]["containers"]}
+        release_config = {
+            d["metadata"]["name"]: d
+            for d in yaml.safe_load_all(
+                (release / "common/knative/knative-serving/base/upstream/serving-core.yaml").read_text()
+            )
+            if d and d.get("kind") == "ConfigMap"
+        }
+        queue = release_config["config-deployment"]["data"]["queue-sidecar-image"]
+        assert containers == {"user-container": "dev.local/hello:v1", "queue-proxy": queue}, containers
+        owners = [o["kind"] for o in deployment["metadata"].get("ownerReferences", [])]
+        assert owners == ["Revision"], owners
+        configuration = json.loads(
+            kubectl(platform.kubeconfig, "get", "configuration", name, "-n", USER_NS, "-o", "json")
+        )
+        assert [o["kind"] for o in configuration["metadata"]["ownerReferences"]] == ["Service"]
+        print(f"ksvc {name}: Configuration, Revision {name}-00001 and its Deployment ({', '.join(containers)})")
+    finally:
+        kubectl(platform.kubeconfig, "delete", "ksvc", name, "-n", USER_NS, "--wait=true")
 
 
 def test_kfctl_check_smoke_probes_every_kind_it_can_sample_and_runs_a_trainjob(platform: Platform) -> None:

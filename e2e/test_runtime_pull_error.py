@@ -20,7 +20,8 @@ from runtime_support import condition
 
 pytestmark = pytest.mark.e2e
 
-IMAGE = "kserve/kserve-controller:v0.0.1-nonexistent"
+# Not a release (a tag that names a release would be built on first use: test_runtime_first_use.py).
+IMAGE = "kserve/kserve-controller:nonexistent"
 
 
 def test_a_release_without_a_binary_gets_err_image_pull_and_no_process(

@@ -223,17 +223,25 @@ class PodStatusWriter:
     )
 
     def sync(
-        self, pod: JSON, processes: Mapping[str, ContainerProcess], *, pull_errors: Mapping[str, str] | None = None
+        self,
+        pod: JSON,
+        processes: Mapping[str, ContainerProcess],
+        *,
+        pull_errors: Mapping[str, str] | None = None,
+        pulling: Mapping[str, str] | None = None,
     ) -> None:
         """Probe `pod`'s processes (container name → the runtime's Process), report `pull_errors` (container name →
-        why its image cannot be run; the containers in neither are simulated) and write the pod's status where it
-        differs from what the pod says."""
+        why its image cannot be run) and `pulling` (container name → why it waits: its binary is being built); the
+        containers in none of them are simulated. Write the pod's status where it differs from what the pod says."""
         meta = pod["metadata"]
         statuses = []
         for container in pod["spec"]["containers"]:
             p = processes.get(container["name"])
             if p is None and pull_errors and container["name"] in pull_errors:
                 statuses.append(pull_error_status(container, pull_errors[container["name"]]))
+                continue
+            if p is None and pulling and container["name"] in pulling:
+                statuses.append(pull_error_status(container, pulling[container["name"]], "ContainerCreating"))
                 continue
             if p is None:
                 statuses.append(simulated_status(container, pod))
@@ -293,15 +301,16 @@ def simulated_status(container: JSON, pod: JSON) -> JSON:
     }
 
 
-def pull_error_status(container: JSON, message: str) -> JSON:
-    """A container whose image cannot be pulled, as a kubelet reports it (it alternates with ImagePullBackOff)."""
+def pull_error_status(container: JSON, message: str, reason: str = "ErrImagePull") -> JSON:
+    """A container whose image cannot be pulled, as a kubelet reports it (it alternates with ImagePullBackOff), or,
+    with reason ContainerCreating, one whose image is still being pulled (built, here)."""
     return {
         "name": container["name"],
         "image": container["image"],
         "ready": False,
         "started": False,
         "restartCount": 0,
-        "state": {"waiting": {"reason": "ErrImagePull", "message": message}},
+        "state": {"waiting": {"reason": reason, "message": message}},
         "lastState": {},
     }
 

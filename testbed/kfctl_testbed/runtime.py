@@ -17,6 +17,8 @@ way a kubelet would run the container:
   they are bind-mounted at the container's mountPaths inside a private mount namespace (`unshare --mount
   --propagation private`, root only), so two processes that hard-code the same path never meet;
 - hostname: the pod's name, in a UTS namespace of its own (leader-election identities are built from it);
+- DNS: /etc/resolv.conf names 127.0.0.1, where nothing answers (there is no cluster DNS, and the host's resolver
+  is off loopback): a lookup fails at once;
 - network: a network namespace of its own with only `lo` (`unshare --net`), so whatever it binds is loopback
   and two pods never collide on a port; the runtime listens on 127.0.0.1:<API server port> inside it and
   pipes each connection to the API server on the host's loopback (Relay).
@@ -60,7 +62,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kfctl_testbed import egress, kube_rest
+from kfctl_testbed import egress, firstuse, kube_rest
 from kfctl_testbed.kube_rest import JSON, ApiError
 from kfctl_testbed.netns import Relay
 from kfctl_testbed.podstatus import PodStatusWriter, Termination
@@ -110,6 +112,20 @@ RUNNABLE_IMAGES: dict[str, dict[str, str]] = {
     # is not available"). We run v2.4.0 for it (its flags are a superset of the ones v1.10.0's Deployments pass), so
     # that the v1.10.0 → v1.11.0 upgrade test starts from a healthy v1.10.0; that test names it.
     "docker.io/kubeflow/spark-operator": {"2.1.0": "spark-operator-v2.4.0"},
+    # STAND-IN: Kubeflow manifests v1.10.0 and v1.11.0 pin Knative Serving 1.16.2 (their Deployments' label
+    # app.kubernetes.io/version), by digest only, so the digests below name that release. Its module release
+    # knative.dev/serving@v0.43.2 cannot be built here: the Go module proxy refuses it ("v0.43.2.info: 403 Forbidden
+    # ... This module version is not available"). We run v0.43.1 (Knative 1.16.1, the patch release before it) for it;
+    # the full platform's test names it. Not the activator: it is Ready only once its websocket to the autoscaler
+    # Service is up, through cluster DNS and a Service IP, and this runtime gives a pod no network but loopback.
+    **{
+        f"gcr.io/knative-releases/knative.dev/serving/cmd/{command}": {digest: f"knative-serving-{command}-v0.43.1"}
+        for command, digest in (
+            ("autoscaler", "sha256:59c2e7ad52cea17bedfc2aca9b9e33060bb34f04d35fd71fe61147bcbdb881e4"),
+            ("controller", "sha256:0e47362d044f8eac84595ed0a9fdf22e5dd5a07cc7a5df74e93eb5ad17ad4827"),
+            ("webhook", "sha256:d42e2f83c9018779465860fdc67ce6ada3eac8ba8c47c5c2127c0bb45f9b328a"),
+        )
+    },
 }
 
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
@@ -331,6 +347,8 @@ class Runtime:
         self.state_dir = state_dir
         self.pods: dict[str, PodState] = {}  # "<ns>/<name>" → state
         self.status = PodStatusWriter(api)  # the pods' readiness and container states (podstatus.py)
+        # Releases no one built in advance, built when a pod first names them (firstuse.py).
+        self.builds = firstuse.FirstUseBuilds(bin_dir, bin_dir.parent.parent / "firstuse")
 
     # --- the loop ------------------------------------------------------------------------------------
 
@@ -374,10 +392,19 @@ class Runtime:
             return  # a required Secret/ConfigMap is missing: the kubelet waits too
         processes: dict[str, Process] = {}  # container → its process; the others are simulated ...
         pull_errors: dict[str, str] = {}  # ... or, of a runtime image without a binary for its release, not pulled
+        pulling: dict[str, str] = {}  # ... or waiting for its release's first-use build
         for container in pod["spec"]["containers"]:
             binary = binary_for(container["image"], self.bin_dir)
+            if binary is None and is_runtime_image(container["image"], self.bin_dir):
+                built = self.first_use(container["image"])
+                if isinstance(built, firstuse.Pending):
+                    pulling[container["name"]] = built.message
+                    continue
+                binary = built if isinstance(built, Path) else None
+                if isinstance(built, firstuse.Failed):
+                    pull_errors[container["name"]] = built.message
             if binary is None:
-                message = pull_error(container["image"], self.bin_dir)
+                message = pull_errors.get(container["name"]) or pull_error(container["image"], self.bin_dir)
                 if message is not None:
                     pull_errors[container["name"]] = message
                     if container["name"] not in state.pull_errors:
@@ -393,7 +420,16 @@ class Runtime:
                 state.processes[key] = process
             self.supervise(process)
             processes[container["name"]] = process
-        self.status.sync(pod, processes, pull_errors=pull_errors)
+        self.status.sync(pod, processes, pull_errors=pull_errors, pulling=pulling)
+
+    def first_use(self, image: str) -> Path | firstuse.Pending | firstuse.Failed | None:
+        """The binary of a release built on first use, or where its build stands; None when the image names no
+        release a recipe can build, or names one RUNNABLE_IMAGES maps to another binary (a stand-in)."""
+        repo, tag, _ = split_image(image)
+        want = firstuse.wanted(repo, tag)
+        if want is None or binary_name(image) not in (None, want.name):
+            return None
+        return self.builds.binary(want)
 
     def supervise(self, p: Process) -> None:
         now = time.monotonic()
@@ -452,6 +488,7 @@ class Runtime:
 
     def stop_all(self) -> None:
         """All at once, within STOP_ALL_SECONDS: `e2e/cluster down` kills the runtime 15 s after asking."""
+        self.builds.stop()
         processes = [p for state in self.pods.values() for p in state.processes.values()]
         for p in processes:
             if p.proc is not None and p.proc.poll() is None:
@@ -483,6 +520,13 @@ class Runtime:
             if m["name"] not in volumes:
                 raise ValueError(f"volumeMount {m['name']!r}: no such volume")
             mounts.append((source, m["mountPath"], bool(m.get("readOnly")), m.get("subPath", "")))
+        # A kubelet gives each pod its resolv.conf (the cluster's DNS). There is none here, and the pod has no network
+        # but loopback: its resolver is 127.0.0.1, where nothing answers, so a lookup fails at once and never tries
+        # the host's resolver (whose address is not on loopback).
+        resolv = state.root / "resolv.conf"
+        if not resolv.is_file():
+            resolv.write_text("nameserver 127.0.0.1\n")
+        mounts.append((resolv, "/etc/resolv.conf", True, ""))
         # The prelude runs inside the new namespaces: bind each volume, then become the binary (setpriv, unshare
         # and sh all exec, so the pid we hold is the binary's). Missing mountpoints are created on the host's
         # filesystem (empty directories such as /var/run/secrets/kubernetes.io/serviceaccount stay behind).

@@ -15,8 +15,8 @@ API server, what these controllers would do in a real cluster:
   allow-all admission webhook with a certificate of that CA (standin_webhook.py), whose address the Lease
   carries (WEBHOOK_ADDRESSES) for the egress proxy (egress.py).
 - webhook servers that make their own serving CA at start and write it into the caBundle of the webhook
-  configurations naming their Service (table SELF_INJECTING_WEBHOOKS: istiod,
-  Knative Serving's and net-istio's webhooks), none of which can be built here: while the server's Deployment
+  configurations naming their Service (table SELF_INJECTING_WEBHOOKS: istiod
+  and net-istio's webhook), none of which can be built here: while the server's Deployment
   exists, the stand-in keeps a CA for it (in memory, as those servers keep theirs out of the install's objects),
   sets that caBundle, and answers its admission reviews allow-all with no patch (never a sidecar it cannot run).
 - a volume provisioner for the StorageClasses in PROVISIONED_STORAGE_CLASSES: each pending claim gets a
@@ -89,7 +89,6 @@ class SelfInjectingWebhook:
 
 SELF_INJECTING_WEBHOOKS: tuple[SelfInjectingWebhook, ...] = (
     SelfInjectingWebhook("istio-system", "istiod", "istiod", "istiod (sidecar injector, config validation)"),
-    SelfInjectingWebhook("knative-serving", "webhook", "webhook", "Knative Serving's webhook"),
     SelfInjectingWebhook("knative-serving", "net-istio-webhook", "net-istio-webhook", "net-istio's webhook"),
 )
 
