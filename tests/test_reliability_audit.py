@@ -1,8 +1,8 @@
 """R6, the static half: across everything we ship and run (kfctl/, tests/, e2e/, bench/) no shell is ever
 involved in running a process, and YAML is only ever loaded by a safe constructor.
 
-tests/test_architecture.py checks kfctl/ for shell= and yaml.load; this widens it to the test and bench code
-(they run with the developer's rights) and checks what kfctl/yamlio.py's one explicit loader really is.
+The one audit of these (tests/test_architecture.py keeps to imports and printing): kfctl/ and the test and bench
+code alike (they run with the developer's rights), and what kfctl/yamlio.py's one explicit loader really is.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ SOURCES = sorted(
     if "gobuild" not in p.parts and ".venv" not in p.parts
 )
 PROCESS_CALLS = {"run", "Popen", "call", "check_call", "check_output"}
+UNSAFE_YAML = frozenset({"load", "load_all", "unsafe_load", "full_load", "full_load_all"})
 
 
 def rel(p: Path) -> str:
@@ -43,8 +44,9 @@ def test_no_shell_and_no_unsafe_yaml(path: Path) -> None:
             if owner == "subprocess" and node.func.attr in PROCESS_CALLS and node.args:
                 first = node.args[0]
                 assert not isinstance(first, (ast.Constant, ast.JoinedStr)), f"{where}: a command line as one string"
-            if owner == "yaml" and node.func.attr in ("load", "load_all", "unsafe_load", "full_load", "full_load_all"):
-                assert rel(path) == "kfctl/yamlio.py", f"{where}: yaml.{node.func.attr}; use yaml.safe_load"
+        if isinstance(node, ast.Attribute) and getattr(node.value, "id", "") == "yaml" and node.attr in UNSAFE_YAML:
+            # called or passed on: either way an unsafe loader is in reach
+            assert rel(path) == "kfctl/yamlio.py", f"{where}: yaml.{node.attr}; use yaml.safe_load"
         if isinstance(node, ast.keyword) and node.arg == "Loader":
             assert rel(path) == "kfctl/yamlio.py", f"{where}: an explicit YAML Loader outside kfctl/yamlio.py"
 
