@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
-from kfctl_testbed import poll as testbed_poll
+from kfctl_testbed import poll as polling
 
 E2E_DIR = Path(__file__).resolve().parent
 CLUSTER = E2E_DIR / "cluster"
@@ -56,6 +56,6 @@ def poll(check: Callable[[], T], *, timeout: float, what: str, interval: float =
     """check()'s first truthy result (kfctl_testbed.poll: errors count as not-yet); after `timeout` seconds the
     test fails, naming `what` and the last result or error."""
     try:
-        return testbed_poll.poll(check, timeout=timeout, what=what, interval=interval)
-    except testbed_poll.PollTimeout as e:
+        return polling.poll(check, timeout=timeout, what=what, interval=interval)
+    except polling.PollTimeout as e:
         pytest.fail(str(e), pytrace=False)

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 from apply_support import CertManagerWebhookCA, Run, kfctl, kubectl, write_local_kfdef
 from harness import poll
-from kfctl_testbed import poll as testbed_poll
+from kfctl_testbed import poll as polling
 from ownership_support import (
     Helm,
     chart_with,
@@ -81,10 +81,10 @@ def wait_gone(
     finalizers left, or a discovery failure) and, given the `kfctl delete` run that was to remove it, what that
     run said of it (a namespace it kept names why)."""
     try:
-        testbed_poll.poll(
+        polling.poll(
             lambda: not exists(kubeconfig, *what, namespace=namespace), timeout=timeout, what=f"{' '.join(what)} gone"
         )
-    except testbed_poll.PollTimeout as timed_out:
+    except polling.PollTimeout as timed_out:
         where = ["-n", namespace] if namespace else []
         left = kubectl(kubeconfig, "get", *where, *what, "-o", "json", check=False)
         status = json.loads(left).get("status", {}) if left.strip() else {}

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from harness import poll
 from kfctl_testbed import kube_rest
-from kfctl_testbed import poll as testbed_poll
+from kfctl_testbed import poll as polling
 
 pytestmark = pytest.mark.e2e
 
@@ -140,13 +140,13 @@ def test_a_pod_whose_claim_binds_while_it_is_scheduled_is_not_forgotten(
         created = time.monotonic()
         # One at a time: the next claim's volume would wake a forgotten pod itself and hide the problem.
         try:
-            testbed_poll.poll(
+            polling.poll(
                 lambda i=i: (api.get(f"/api/v1/namespaces/{ns}/pods/p{i}") or {}).get("spec", {}).get("nodeName"),
                 timeout=SCHEDULED_WITHIN,
                 what=f"pod {ns}/p{i} to be scheduled",
                 interval=0.1,
             )
-        except testbed_poll.PollTimeout:
+        except polling.PollTimeout:
             c = api.get(f"/api/v1/namespaces/{ns}/persistentvolumeclaims/c{i}") or {}
             conditions = (api.get(f"/api/v1/namespaces/{ns}/pods/p{i}") or {}).get("status", {}).get("conditions")
             pytest.fail(

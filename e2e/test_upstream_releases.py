@@ -29,8 +29,7 @@ import yaml
 from apply_support import REPO, kfctl, kubectl, released
 from harness import Cluster, poll, run_cluster
 from kfctl_testbed import kube_rest
-from kfctl_testbed.poll import PollTimeout
-from kfctl_testbed.poll import poll as testbed_poll
+from kfctl_testbed import poll as polling
 from runtime_support import TFJOBS, condition, create_tfjob, tfjob
 
 pytestmark = pytest.mark.e2e
@@ -321,7 +320,7 @@ def test_v1_10_upgrades_to_v1_11_in_place_then_deletes_clean(fresh_cluster: Clus
         for name in ("before-upgrade", "after-upgrade"):
             api.delete(f"{TFJOBS}/{name}")
         # Best effort: whatever is left is the next step's to find.
-        with suppress(PollTimeout):
-            testbed_poll(lambda: not api.list(TFJOBS), timeout=60, what="the TFJobs gone", interval=1)
+        with suppress(polling.PollTimeout):
+            polling.poll(lambda: not api.list(TFJOBS), timeout=60, what="the TFJobs gone", interval=1)
 
     delete_leaves_only_storage(app, kubeconfig)
