@@ -486,3 +486,72 @@ def test_every_service_of_the_catalog_selects_pods_it_renders(comparison: Compar
         )
     ]
     assert not lost, f"Service(s) whose selector matches no pod template: {lost}"
+
+
+def _workload(name: str, labels: dict[str, str], *, port: int = 9443) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "ns", "labels": labels},
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "c", "ports": [{"name": "webhook", "containerPort": port}]}]},
+            },
+        },
+    }
+
+
+def _service(selector: dict[str, str], target: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "svc", "namespace": "ns"},
+        "spec": {"selector": selector, "ports": [{"port": 443, "targetPort": target}]},
+    }
+
+
+OURS = Side.of(
+    [("c", [_workload("w", {"app.kubernetes.io/name": "w"}), _service({"app.kubernetes.io/name": "w"}, "webhook")])]
+)
+THEIRS = Side.of(
+    [
+        (
+            "path",
+            [
+                _workload("w", {"control-plane": "controller-manager"}),
+                _service({"control-plane": "controller-manager"}, 9443),
+            ],
+        )
+    ]
+)
+
+
+def test_differences_name_object_field_ours_and_upstreams_and_see_a_named_port_as_its_number() -> None:
+    rows = [d.row()[1:] for d in differences(OURS, THEIRS, owners={"path": ("c",)})]
+    assert rows == [
+        ("Deployment ns/w", "metadata.labels[app.kubernetes.io/name]", "w", "-"),
+        ("Deployment ns/w", "metadata.labels[control-plane]", "-", "controller-manager"),
+        (
+            "Deployment ns/w",
+            "spec.selector",
+            "{matchLabels: {app.kubernetes.io/name: w}}",
+            "{matchLabels: {control-plane: controller-manager}}",
+        ),
+        ("Deployment ns/w", "spec.template.metadata.labels[app.kubernetes.io/name]", "w", "-"),
+        ("Deployment ns/w", "spec.template.metadata.labels[control-plane]", "-", "controller-manager"),
+        ("Service ns/svc", "spec.selector", "{app.kubernetes.io/name: w}", "{control-plane: controller-manager}"),
+    ]  # no spec.ports row: targetPort webhook is 9443 on the pods it selects
+
+
+def test_a_justification_covers_only_its_objects_fields_and_values() -> None:
+    diffs = differences(OURS, THEIRS, owners={"path": ("c",)})
+    extra_label = Justification(
+        "c", 0, (_glob("Deployment *"),), (_glob("*labels[app.kubernetes.io/name]"),), "why", upstream="-"
+    )
+    verdicts = judge(diffs, [extra_label])
+    kept = sorted(d.field for d, j in verdicts.items() if j is extra_label)
+    assert kept == ["metadata.labels[app.kubernetes.io/name]", "spec.template.metadata.labels[app.kubernetes.io/name]"]
+    other = Justification("d", 0, (_glob("*"),), (_glob("*"),), "another component's entry")
+    assert not any(judge(diffs, [other]).values())
