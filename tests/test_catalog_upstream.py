@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import tarfile
@@ -555,3 +556,53 @@ def test_a_justification_covers_only_its_objects_fields_and_values() -> None:
     assert kept == ["metadata.labels[app.kubernetes.io/name]", "spec.template.metadata.labels[app.kubernetes.io/name]"]
     other = Justification("d", 0, (_glob("*"),), (_glob("*"),), "another component's entry")
     assert not any(judge(diffs, [other]).values())
+
+
+# kubectl's resource names in upstream's test scripts -> kinds
+KUBECTL_KINDS = {
+    "crd": "CustomResourceDefinition",
+    "service": "Service",
+    "deployment": "Deployment",
+    "mutatingwebhookconfiguration": "MutatingWebhookConfiguration",
+    "validatingwebhookconfiguration": "ValidatingWebhookConfiguration",
+    "clustertrainingruntimes": "ClusterTrainingRuntime",
+}
+
+
+def test_upstreams_trainer_test_finds_every_object_and_pod_it_names_in_the_catalog(comparison: Comparison) -> None:
+    """kubeflow/manifests' tests/trainer_test.sh, read from the release: each `kubectl get KIND NAME`, `kubectl
+    wait deployment/NAME` and `-l SELECTOR` in kubeflow-system names something the catalog renders (its
+    `kubectl wait --for=condition=Ready pod -l control-plane=controller-manager -n kubeflow-system` found no
+    pod when JobSet's pods were labelled app.kubernetes.io/name: jobset). Lines on the user's profile
+    namespace, endpoints and applies are about a running cluster, not the catalog."""
+    with tarfile.open(shared_fixture(RELEASE_FIXTURE)) as tf:
+        member = tf.extractfile(f"manifests-{RELEASE.lstrip('v')}/tests/trainer_test.sh")
+        assert member is not None
+        script = member.read().decode("utf-8")
+    objects = comparison.ours.objects
+    templates = [
+        (key.namespace, ((obj["spec"].get("template") or {}).get("metadata") or {}).get("labels") or {})
+        for key, (_, obj) in objects.items()
+        if key.kind in WORKLOADS
+    ]
+    checked, missing = [], []
+    for line in script.splitlines():
+        words = shlex.split(line) if line.startswith("kubectl ") else []
+        if not words or "$KF_PROFILE" in line or words[1] not in ("get", "wait") or "endpoints" in words:
+            continue
+        namespace = words[words.index("-n") + 1] if "-n" in words else ""
+        names = [w for w in words[2:] if not w.startswith("-") and words[words.index(w) - 1] not in ("-n", "-l")]
+        if "-l" in words:
+            selector = dict(p.split("=", 1) for p in words[words.index("-l") + 1].split(","))
+            found = any(ns == namespace and all(t.get(k) == v for k, v in selector.items()) for ns, t in templates)
+            what = f"pods -l {words[words.index('-l') + 1]} in {namespace}"
+        else:
+            resource, _, name = names[0].partition("/") if "/" in names[0] else (names[0], "", names[1])
+            key = Key(KUBECTL_KINDS[resource], namespace, name)
+            found = any((k.kind, k.namespace, k.name) == (key.kind, key.namespace, key.name) for k in objects)
+            what = str(key)
+        checked.append(what)
+        if not found:
+            missing.append(what)
+    assert len(checked) >= 8, checked
+    assert not missing, f"tests/trainer_test.sh names what the catalog does not render: {missing}"
