@@ -12,6 +12,7 @@ and the proxy's answer as go reports it.
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import pytest
@@ -74,7 +75,9 @@ def test_a_release_not_built_in_advance_is_built_on_first_use_and_runs(
 
     text = poll(started, timeout=BUILD_TIMEOUT_SECONDS, what=f"the runtime to build {binary} and run it")
     start = next(line for line in text.splitlines() if line.startswith("--- runtime: start #0"))
-    assert start.split("): ", 1)[1].split()[0] == str(bin_dir / binary), start
+    # The line is the runtime's whole command: setpriv … unshare … sh -c '<prelude>' runtime <binary> <args…>.
+    argv = shlex.split(start.split("): ", 1)[1])
+    assert argv[argv.index("runtime") + 1] == str(bin_dir / binary), start
     assert (bin_dir / binary).is_file()
     log = (pod_runtime.parent / "logs" / "runtime.log").read_text(errors="replace")
     built = [line for line in log.splitlines() if f"first use: {binary} built in" in line]

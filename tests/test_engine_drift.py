@@ -342,3 +342,62 @@ def test_the_version_an_object_is_read_at_is_no_drift(
     if "port" in change:
         live["spec"]["servers"][0]["port"]["number"] = change["port"]
     assert differences(GATEWAY, live) == expected
+
+
+WEBHOOK: dict[str, Any] = {
+    "apiVersion": "admissionregistration.k8s.io/v1",
+    "kind": "MutatingWebhookConfiguration",
+    "metadata": {"name": "webhook.serving.knative.dev"},
+    "webhooks": [
+        {
+            "name": "webhook.serving.knative.dev",
+            "clientConfig": {"service": {"name": "webhook", "namespace": "knative-serving"}},
+            "failurePolicy": "Fail",
+            "rules": [{"apiGroups": ["serving.knative.dev"], "apiVersions": ["*"], "resources": ["services"]}],
+        }
+    ],
+}
+SERVED_RULES = [{"apiGroups": ["serving.knative.dev"], "apiVersions": ["v1"], "resources": ["services"]}]
+RULES_DRIFT = ["webhooks[webhook.serving.knative.dev].rules[0].apiVersions[0]"]
+
+
+def managed(manager: str, operation: str, *fields: str) -> dict[str, Any]:
+    """A managedFields entry in which ``manager`` holds ``fields`` of the webhook above."""
+    hook = {'k:{"name":"webhook.serving.knative.dev"}': {f"f:{f}": {} for f in fields}}
+    return {"manager": manager, "operation": operation, "fieldsV1": {"f:webhooks": hook}}
+
+
+@pytest.mark.parametrize(
+    ("who", "expected"),
+    [
+        # Knative's webhook replaced the release's broad rules with what it serves, at start: the server's now.
+        pytest.param(managed("webhook", "Update", "rules", "clientConfig"), [], id="taken-over-by-its-server"),
+        # A person's edit with kubectl is drift, put back.
+        pytest.param(
+            managed("kubectl-edit", "Update", "rules"),
+            RULES_DRIFT,
+            id="edited-by-a-person",
+        ),
+        # Another applier's claim is not a takeover by an update.
+        pytest.param(managed("helm", "Apply", "rules"), RULES_DRIFT, id="applied-by-another"),
+        # kfctl's own entry never counts.
+        pytest.param(managed("kfctl", "Update", "rules"), RULES_DRIFT, id="kfctl-itself"),
+        # The server took over the rules only: a failurePolicy changed by hand is still drift.
+        pytest.param(
+            managed("webhook", "Update", "rules"),
+            ["webhooks[webhook.serving.knative.dev].failurePolicy"],
+            id="other-field-still-drift",
+        ),
+    ],
+)
+def test_a_webhook_configurations_fields_its_server_took_over_are_not_drift(
+    who: dict[str, Any], expected: list[str]
+) -> None:
+    live = copy.deepcopy(WEBHOOK)
+    live["webhooks"][0]["rules"] = SERVED_RULES
+    if expected and "failurePolicy" in expected[0]:  # and a person set failurePolicy by hand
+        live["webhooks"][0]["failurePolicy"] = "Ignore"
+    live["metadata"]["managedFields"] = [managed("kfctl", "Apply", "rules", "failurePolicy"), who]
+    before = copy.deepcopy(WEBHOOK)
+    assert differences(WEBHOOK, live) == expected
+    assert before == WEBHOOK  # the desired object is left as it was

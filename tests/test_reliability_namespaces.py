@@ -197,6 +197,24 @@ def test_a_secret_our_workload_made_for_itself_does_not_keep_its_namespace() -> 
     )
 
 
+def test_a_service_named_as_a_lease_of_the_namespace_does_not_keep_it() -> None:
+    """Knative's autoscaler holds the Lease autoscaler-bucket-00-of-01 and makes a Service (and Endpoints) of that
+    name for it, with no label of ours and no owner: it goes with the namespace. A Service no Lease names stays the
+    user's and keeps it."""
+    lease = obj("coordination.k8s.io/v1", "Lease", "autoscaler-bucket-00-of-01", "shared", spec={"holderIdentity": "a"})
+    bucket = obj("v1", "Service", "autoscaler-bucket-00-of-01", "shared", spec={"ports": [{"port": 8080}]})
+    cluster, items = setup(lease, bucket)
+    result, _ = run(cluster, items)
+    assert result.kept == [] and NS in result.removed
+
+    user = obj("v1", "Service", "my-svc", "shared", spec={"ports": [{"port": 80}]})
+    cluster, items = setup(lease, bucket, user)
+    result, _ = run(cluster, items)
+    assert dict(result.kept)[NS] == (
+        "holds 1 object(s) kfctl did not apply: Service shared/my-svc; kept without --force-namespaces"
+    )
+
+
 def test_force_namespaces_deletes_the_namespace_and_what_is_in_it() -> None:
     cluster, items = setup(cm("user-data"))
     forced = RemoveOptions(namespaces=True, crds=True, wait_timeout=2.0, poll_interval=0.01, force_namespaces=True)

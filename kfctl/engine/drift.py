@@ -24,17 +24,27 @@ and hold after it. Being strict costs one request; being lenient would hide drif
   of a non-pointer field (PriorityClass ``globalDefault: false`` never comes back): from the object alone that
   cannot be told from someone deleting ``allowPrivilegeEscalation: false`` or a label ``""``, which must be
   put back. Such an object costs one dry run per re-apply, which settles it (the full catalog has one).
+
+One exception to "kfctl's fields are kfctl's": an admission webhook configuration's fields that another manager
+updated after kfctl applied them (its managedFields say so) are left to it. Webhook servers reconcile their own
+configuration when they start: Knative's webhook replaces the broad ``rules`` of its release's YAML with the exact
+resources it serves, istiod flips its validating webhook's ``failurePolicy``, and cert-manager's cainjector fills
+``caBundle``. Putting those back is a write on every re-apply and a fight the server wins a moment later, as
+upstream's own ``kubectl apply --server-side --force-conflicts`` loop finds. A person's edit is not such a
+takeover: managers named ``kubectl…`` (``kubectl edit``, ``kubectl patch``) stay drift.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from kfctl import quantity
 from kfctl.engine import labels
+from kfctl.k8s.api import FIELD_MANAGER
 from kfctl.objects import Obj
 
 SERVER_FIELDS = ("managedFields", "resourceVersion", "generation", "creationTimestamp", "uid", "selfLink")
@@ -85,9 +95,50 @@ def differences(desired: Mapping[str, Any], live: Mapping[str, Any]) -> list[str
     # kind, namespace, name) was matched before.
     want.pop("apiVersion", None)
     have.pop("apiVersion", None)
+    _leave_taken_over_webhook_fields(want, live)
     out: list[str] = []
     _compare(want, have, "", out)
     return out
+
+
+WEBHOOK_CONFIGURATIONS = frozenset({"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"})
+
+
+def taken_over_webhook_fields(live: Mapping[str, Any]) -> dict[str, set[str]]:
+    """Webhook name → the fields of that webhook another (non-kubectl) manager updated, from ``live``'s
+    managedFields (fieldsV1: ``f:webhooks`` keyed by ``k:{"name": …}``)."""
+    out: dict[str, set[str]] = {}
+    for entry in (live.get("metadata") or {}).get("managedFields") or []:
+        manager = str(entry.get("manager", ""))
+        if entry.get("operation") != "Update" or manager == FIELD_MANAGER or manager.startswith("kubectl"):
+            continue
+        hooks = (entry.get("fieldsV1") or {}).get("f:webhooks") or {}
+        for key, fields in hooks.items():
+            if not key.startswith("k:") or not isinstance(fields, Mapping):
+                continue
+            try:
+                name = json.loads(key[2:]).get("name")
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(name, str):
+                out.setdefault(name, set()).update(f[2:] for f in fields if f.startswith("f:"))
+    return out
+
+
+def _leave_taken_over_webhook_fields(want: Obj, live: Mapping[str, Any]) -> None:
+    """Drop from ``want`` (a copy's webhooks list is replaced, never changed in place) the fields of each webhook
+    that another manager took over; see the module docstring."""
+    if want.get("kind") not in WEBHOOK_CONFIGURATIONS or not isinstance(want.get("webhooks"), list):
+        return
+    taken = taken_over_webhook_fields(live)
+    if not taken:
+        return
+    want["webhooks"] = [
+        {k: v for k, v in hook.items() if k not in taken.get(str(hook.get("name")), set())}
+        if isinstance(hook, Mapping)
+        else hook
+        for hook in want["webhooks"]
+    ]
 
 
 def corrected_fields(desired: Mapping[str, Any], live: Mapping[str, Any], dry_run: Mapping[str, Any]) -> list[str]:

@@ -158,8 +158,23 @@ def namespace_contents(
     named: frozenset[ObjectKey] = frozenset(),
 ) -> Contents:
     """The objects in ``namespace`` that are neither ours (our ApplySet label) nor automatic nor ``named`` (by the
-    install's own workloads: secrets_named_by). Each kind's list goes through ``retry`` (the caller's retry of
-    transient failures); a kind still unreadable keeps the namespace, because what it holds is unknown."""
+    install's own workloads: secrets_named_by), nor a Service named as a Lease of the namespace: a controller that
+    shards its work by Leases may expose each as a Service of the same name (Knative's autoscaler makes
+    `autoscaler-bucket-00-of-01` so, with no label or owner), which lives and dies with that controller's Lease.
+    Each kind's list goes through ``retry`` (the caller's retry of transient failures); a kind still unreadable
+    keeps the namespace, because what it holds is unknown."""
+
+    leases: set[str] | None = None  # read once, when a Service could be a Lease's
+
+    def lease_names() -> set[str]:
+        nonlocal leases
+        if leases is None:
+            try:
+                found = retry(lambda: cluster.list("coordination.k8s.io/v1", "Lease", namespace=namespace))
+            except (ApiError, NoKindMatch):
+                found = []
+            leases = {str((lease.get("metadata") or {}).get("name", "")) for lease in found}
+        return leases
 
     def one(res: Resource) -> tuple[list[Foreign], str]:
         try:
@@ -180,6 +195,8 @@ def namespace_contents(
             key = ObjectKey(res.group, res.kind, namespace, str(meta.get("name", "")))
             if key in named:
                 continue
+            if (res.group, res.kind) == ("", "Service") and key.name in lease_names():
+                continue  # a controller's Lease made reachable as a Service (Knative's autoscaler buckets)
             tags = meta.get("labels") or {}
             owner = ""
             if tags.get(labels.PART_OF):

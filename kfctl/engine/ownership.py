@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from kfctl.engine import labels
+from kfctl.engine import drift, labels
 from kfctl.engine.inventory import Inventory
 from kfctl.k8s.api import ApiError, Cluster, NoKindMatch, Resource
 from kfctl.objects import Obj, ObjectKey, key_of
@@ -161,7 +161,7 @@ def _scan_kind(
     for key, _, _ in members:
         item = found.get(_stored_at(key, res))
         if item is not None:
-            out.live[key] = _trim(item)
+            out.live[key] = _trim(item, key.kind)
     if not missing:
         return out
     others: dict[tuple[str, str], Obj] = {}
@@ -213,7 +213,7 @@ def _scan_each(
                 raise
             continue
         if live is not None and labels.owned_by(live, applyset_id):
-            out.live[key] = _trim(live)
+            out.live[key] = _trim(live, key.kind)
         else:
             _sort(cluster, res, key, app, live, out, recorded=recorded, applyset_id=applyset_id)
     return out
@@ -242,13 +242,13 @@ def _sort(
     # it since (another install adopted it): then it is theirs, and taking it back would be a tug of war.
     if (recorded.get(key) == uid or labels.released_from(meta_obj) == applyset_id) and not owner.marked:
         live = cluster.get(res.api_version, key.kind, namespace=key.namespace, name=key.name)
-        out.live[key] = _trim(live) if live is not None else None
+        out.live[key] = _trim(live, key.kind) if live is not None else None
         return
     foreign = ForeignObject(key, app, owner, uid, meta_obj)
     if (key.group, key.kind) == ("", "Namespace") and not owner.marked:
         out.shared.append(foreign)
         live = cluster.get(res.api_version, key.kind, namespace="", name=key.name)
-        out.live[key] = _trim(live) if live is not None else None
+        out.live[key] = _trim(live, key.kind) if live is not None else None
         return
     out.foreign.append(foreign)
 
@@ -277,7 +277,9 @@ def _where(item: Mapping[str, Any], res: Resource) -> tuple[str, str]:
     return (str(meta.get("namespace") or "") if res.namespaced else "", str(meta.get("name", "")))
 
 
-def _trim(item: Obj) -> Obj:
-    """Drop managedFields: the bulk of a listed object, and never compared."""
-    (item.get("metadata") or {}).pop("managedFields", None)
+def _trim(item: Obj, kind: str) -> Obj:
+    """Drop managedFields: the bulk of a listed object, and compared only for admission webhook configurations
+    (a field their own server took over is its; see drift.py)."""
+    if kind not in drift.WEBHOOK_CONFIGURATIONS:
+        (item.get("metadata") or {}).pop("managedFields", None)
     return item

@@ -241,7 +241,8 @@ def download(want: Wanted, work: Path, go: Go) -> dict[str, str]:
     except json.JSONDecodeError as e:
         raise BuildError(f"go mod download gave no record (exit {code})") from e
     if record.get("Error"):
-        raise BuildError(" ".join(record["Error"].split()))
+        # The proxy's answer, without its address (GOPROXY says where it is).
+        raise BuildError(re.sub(r"https?://[^/\s]+", "$GOPROXY", " ".join(record["Error"].split())))
     return record
 
 
