@@ -1,4 +1,5 @@
-"""Opening the cluster for a command, and the messages for when it cannot be reached.
+"""Opening the cluster for a command, taking the install's lock for it, and the messages for when it cannot be
+reached.
 
 The CLI passes --kubeconfig/--context through; this module turns "connection refused" into a ClusterError
 that names the kubeconfig, the context and the server, so the user knows which cluster was tried.
