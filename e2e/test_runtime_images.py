@@ -64,6 +64,22 @@ def test_split_image(image: str, expected: tuple[str, str, str]) -> None:
         pytest.param("ghcr.io/kubeflow/spark-operator/controller:2.4.0", "spark-operator-v2.4.0", id="spark-2.4.0"),
         pytest.param("docker.io/kubeflow/spark-operator:2.1.0", "spark-operator-v2.4.0", id="spark-2.1.0-stand-in"),
         pytest.param("ghcr.io/kubeflow/spark-operator/controller:v2.4.0", None, id="spark-tags-have-no-v"),
+        # Knative Serving 1.16.2 (manifests v1.10.0 and v1.11.0) by digest only: v0.43.1 stands in; not the activator
+        pytest.param(
+            "gcr.io/knative-releases/knative.dev/serving/cmd/webhook"
+            "@sha256:d42e2f83c9018779465860fdc67ce6ada3eac8ba8c47c5c2127c0bb45f9b328a",
+            "knative-serving-webhook-v0.43.1",
+            id="knative-webhook-by-digest",
+        ),
+        pytest.param(
+            "gcr.io/knative-releases/knative.dev/serving/cmd/activator"
+            "@sha256:cc39d40985f7b37ba384a857d194a24ac5eae7e204aac4ed9bf4ebfd8d62e721",
+            None,
+            id="knative-activator-stays-kwoks",
+        ),
+        pytest.param(
+            "gcr.io/knative-releases/knative.dev/serving/cmd/webhook@sha256:0000", None, id="knative-other-digest"
+        ),
         # releases without a binary: never another release in their place
         pytest.param("ghcr.io/kubeflow/katib/katib-controller:v0.17.0", None, id="katib-v0.17.0-not-built"),
         pytest.param("kserve/kserve-controller:v0.0.1-nonexistent", None, id="unknown-tag"),
@@ -157,7 +173,8 @@ def test_a_repository_with_any_release_built_is_kwoks_runtime_repository(tmp_pat
 def test_runnable_images_name_exactly_the_binaries_build_binaries_builds() -> None:
     """build-binaries builds <binary> for each *_VERSION and <binary>-<v> for each *_OTHER_VERSIONS, and
     kubeflow/kubeflow's components as <binary>-<KUBEFLOW_COMPONENTS_VERSION>, the Spark operator as
-    spark-operator-<SPARK_OPERATOR_VERSION>."""
+    spark-operator-<SPARK_OPERATOR_VERSION>, Knative Serving's controller, webhook and autoscaler as
+    knative-serving-<command>-<KNATIVE_SERVING_VERSION>."""
     versions = localcluster.read_versions()
     binaries = {
         "TRAINING_OPERATOR": "training-operator",
@@ -175,6 +192,8 @@ def test_runnable_images_name_exactly_the_binaries_build_binaries_builds() -> No
         f"{b}-{components}" for b in ("profile-controller", "kfam", "notebook-controller", "poddefaults-webhook")
     }
     expected.add(f"spark-operator-{versions['SPARK_OPERATOR_VERSION']}")
+    knative = versions["KNATIVE_SERVING_VERSION"]
+    expected |= {f"knative-serving-{command}-{knative}" for command in ("controller", "webhook", "autoscaler")}
     named = {name for releases in runtime.RUNNABLE_IMAGES.values() for name in releases.values()}
     assert named == expected
 
