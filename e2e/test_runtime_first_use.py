@@ -12,6 +12,7 @@ and the proxy's answer as go reports it.
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 
@@ -74,10 +75,10 @@ def test_a_release_not_built_in_advance_is_built_on_first_use_and_runs(
         return text if "--- runtime: start #0" in text else None
 
     text = poll(started, timeout=BUILD_TIMEOUT_SECONDS, what=f"the runtime to build {binary} and run it")
-    start = next(line for line in text.splitlines() if line.startswith("--- runtime: start #0"))
-    # The line is the runtime's whole command: setpriv … unshare … sh -c '<prelude>' runtime <binary> <args…>.
-    argv = shlex.split(start.split("): ", 1)[1])
-    assert argv[argv.index("runtime") + 1] == str(bin_dir / binary), start
+    # The start line is the runtime's whole command, setpriv … unshare … sh -c '<prelude, several lines>' runtime
+    # <binary> <args…>: the binary follows the prelude's closing quote and its $0.
+    start = text[text.index("--- runtime: start #0") :]
+    assert re.search(rf"' runtime {re.escape(shlex.quote(str(bin_dir / binary)))}(\s|$)", start), start[:2000]
     assert (bin_dir / binary).is_file()
     log = (pod_runtime.parent / "logs" / "runtime.log").read_text(errors="replace")
     built = [line for line in log.splitlines() if f"first use: {binary} built in" in line]
