@@ -23,7 +23,7 @@ TFJOBS = "/apis/kubeflow.org/v1/namespaces/kubeflow/tfjobs"
 FAIL_ANNOTATION = (
     "e2e.kfctl.dev/fail"  # kwok fails a finishing pod with this message (testbed/kfctl_testbed/kwok-pod-stages.yaml)
 )
-OPERATOR_SELECTOR = "app.kubernetes.io/name=training-operator"
+OPERATOR_SELECTOR = "control-plane=kubeflow-training-operator"  # upstream's label (the catalog follows it)
 
 
 def install_training_operator(app: Path, *, kubeconfig: str, apply: bool = True) -> None:
