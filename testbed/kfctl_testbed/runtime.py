@@ -32,10 +32,12 @@ after an exit, with lastState, exit code and restartCount) and Ready once every 
 readinessProbe (httpGet and tcpSocket inside the process's network namespace; exec probes are not run and
 count as passing; no probe: ready once it runs).
 
-A container whose image is of a runnable repository but of a release with no binary built (another tag, an
-unknown digest) is run by nobody: such a pod is still the runtime's (kwok leaves it not Ready), and its container
-is reported as a kubelet reports an image it cannot pull, `waiting: ErrImagePull` with a message naming the
-image and the releases that are built. Never another release in its place: an upgrade test must see each
+A container whose image is of a runnable repository but of a release with no binary built is still the runtime's
+(kwok leaves its pod not Ready). When its tag names a release of the operator's Go module, the release is built on
+first use (firstuse.py): the container waits in ContainerCreating meanwhile, as a kubelet's does while it pulls,
+and reports `waiting: ErrImagePull` with the Go module proxy's answer when the release cannot be built. Any other
+tag, or an unknown digest, runs nothing: `waiting: ErrImagePull` with a message naming the image and the releases
+that are built. Never another release in its place: an upgrade test must see each
 release's own operator (the one stand-in, named as such, is the untagged `kubeflow/training-operator`).
 
 What it does not do: init containers, liveness and startup probes (a process is restarted only when it
