@@ -22,12 +22,14 @@ Progress goes to the runtime's log (a line per step, and the time it took); go's
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import logging
 import os
 import queue
 import re
+import signal
 import subprocess
 import threading
 import time
@@ -140,13 +142,20 @@ class Go:
         with self.output.open("a") as err:
             err.write(f"$ go {' '.join(args)}\n")
             err.flush()
+            # A session of its own: stopping it stops go's compilers and linker with it (their process group).
             self._proc = subprocess.Popen(
-                ["go", *args], cwd=cwd, env=self.env, stdout=subprocess.PIPE, stderr=err, text=True
+                ["go", *args],
+                cwd=cwd,
+                env=self.env,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                text=True,
+                start_new_session=True,
             )
             try:
                 stdout, _ = self._proc.communicate(timeout=GO_TIMEOUT_SECONDS)
             except subprocess.TimeoutExpired:
-                self._proc.kill()
+                self._kill()
                 stdout, _ = self._proc.communicate()
             code = self._proc.returncode
         if check and code != 0:
@@ -156,8 +165,12 @@ class Go:
 
     def stop(self) -> None:
         self._stopped = True
+        self._kill()
+
+    def _kill(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
-            self._proc.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._proc.pid, signal.SIGKILL)
 
 
 class FirstUseBuilds:
