@@ -97,3 +97,60 @@ def test_events_of_no_application_are_not_shown() -> None:
     board = Board("apply", start=T0)
     board(Event("Inventory", "inventory", "recorded", at=T0 + 0.1))
     assert board.lines(T0 + 1.0) == ["  APPLICATION  STATE  OBJECTS  TIME"]
+
+
+# An object two applications render is applied once, under the first; its events name the other (also_in), and
+# it counts under each (issue 29 item 6). Here the ClusterRole `shared` is common's and training-operator's.
+SHARED = "ClusterRole.rbac.authorization.k8s.io shared"
+BOTH = ("training-operator",)
+SHARED_RUN = [
+    ev(0.1, "Planned", "application common", "common", "2 objects", 2),
+    ev(0.1, "Planned", "application training-operator", "training-operator", "2 objects; after common", 2),
+    ev(0.5, "Created", "ConfigMap kubeflow/common-config", "common"),
+    Event("Created", SHARED, app="common", at=T0 + 0.6, also_in=BOTH),
+    Event("Waiting", SHARED, "not yet", app="common", at=T0 + 0.7, also_in=BOTH),
+]
+
+
+@pytest.mark.parametrize(
+    ("then", "expected"),
+    [
+        pytest.param(
+            [],
+            [
+                "   APPLICATION        STATE         OBJECTS  TIME",
+                f"·  common             waiting   2/2 applied  5.0s  waiting for {SHARED}: not yet",
+                f"·  training-operator  applying  1/2 applied  5.0s  waiting for {SHARED}: not yet",
+            ],
+            id="the shared object waits in both",
+        ),
+        pytest.param(
+            [
+                Event("Healthy", SHARED, "ready", app="common", at=T0 + 1.0, also_in=BOTH),
+                ev(1.0, "Healthy", "application common", "common", "all 2 objects ready"),
+                ev(1.5, "Created", "ConfigMap kubeflow/operator-config", "training-operator"),
+                ev(2.0, "Healthy", "application training-operator", "training-operator", "all 2 objects ready"),
+            ],
+            [
+                "   APPLICATION        STATE      OBJECTS  TIME",
+                "✓  common             ready  2/2 applied  1.0s",
+                "✓  training-operator  ready  2/2 applied  2.0s",
+            ],
+            id="both ready: 2/2 each, 3 objects in all",
+        ),
+        pytest.param(
+            [Event("Failed", SHARED, "timed out", app="common", at=T0 + 3.0, also_in=BOTH)],
+            [
+                "   APPLICATION        STATE       OBJECTS  TIME",
+                f"×  common             failed  2/2 applied  3.0s  {SHARED}: timed out",
+                f"×  training-operator  failed  1/2 applied  3.0s  {SHARED}: timed out",
+            ],
+            id="the shared object fails both",
+        ),
+    ],
+)
+def test_a_shared_object_counts_under_each_application(then: list[Event], expected: list[str]) -> None:
+    board = Board("apply", start=T0)
+    for e in [*SHARED_RUN, *then]:
+        board(e)
+    assert board.lines(T0 + 5.0) == expected

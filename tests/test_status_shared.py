@@ -3,8 +3,8 @@ counts it under each application that renders it, and once among the objects, as
 under each and once in the run's totals (issue 29 item 6; application_rows alone: test_plan_critical). Table:
 which object is unhealthy after the install → each application's health, and the objects as status lists them.
 
-Hermetic: `common` and `training-operator` of the built-in catalog with rendered files written here, both
-rendering the ClusterRole `shared`, applied to the fake cluster.
+Hermetic: tests/shared_apps.py's `common` and `training-operator`, both rendering the ClusterRole `shared`,
+applied to the fake cluster.
 """
 
 from __future__ import annotations
@@ -12,51 +12,24 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fakecluster import FakeCluster, write_app
+from fakecluster import FakeCluster
+from shared_apps import OPERATOR_KEY, SHARED_KEY, install, with_namespace, written
 
-from kfctl.app.apply import ApplySummary, apply_kfdef
+from kfctl.app.apply import ApplySummary
 from kfctl.app.status import status_of
 from kfctl.catalog.load import load_catalog
 from kfctl.config.loader import load_kfdef
 from kfctl.engine import inventory
-from kfctl.engine.apply import ApplyOptions
-from kfctl.engine.events import EventLog
-from kfctl.engine.remove import RemoveOptions
 from kfctl.health.model import Health
 from kfctl.objects import ObjectKey
-
-SHARED = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: shared}\nrules: []\n"
-COMMON = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: common-config, namespace: kubeflow}\ndata: {a: '1'}\n"
-OPERATOR = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: operator-config, namespace: kubeflow}\ndata: {b: '2'}\n"
-SHARED_KEY = ObjectKey("rbac.authorization.k8s.io", "ClusterRole", "", "shared")
-OPERATOR_KEY = ObjectKey("", "ConfigMap", "kubeflow", "operator-config")
 
 
 def installed(tmp_path: Path) -> tuple[FakeCluster, Path, ApplySummary]:
     """Both applications render `shared`; the KfDef lists common first, so its step applies it. The namespace
     exists already (no application renders it)."""
-    path = write_app(
-        tmp_path / "app",
-        "common",
-        "training-operator",
-        rendered={"common": f"{SHARED}---\n{COMMON}", "training-operator": f"{OPERATOR}---\n{SHARED}"},
-    )
-    cluster = FakeCluster()
-    cluster.put(
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kubeflow"}, "status": {"phase": "Active"}}
-    )
-    catalog = load_catalog()
-    summary = apply_kfdef(
-        load_kfdef(path, catalog),
-        catalog,
-        open_cluster=lambda: cluster,
-        reporter=EventLog(),
-        options=ApplyOptions(wait_timeout=5.0, timeout=30.0, poll_interval=0.01),
-        prune=RemoveOptions(wait_timeout=2.0, poll_interval=0.01),
-        render=False,
-    )
-    assert summary.error is None, summary.error
-    return cluster, path, summary
+    path = written(tmp_path / "app")
+    cluster = with_namespace()
+    return cluster, path, install(cluster, path)
 
 
 def test_apply_counts_a_shared_object_under_each_application_and_once_in_the_totals(tmp_path: Path) -> None:

@@ -62,6 +62,7 @@ class ApplySummary:
     applications: list[ApplicationRow] = field(default_factory=list)
     critical_path: list[Segment] = field(default_factory=list)
     scheduling: Latency | None = None  # last dependency ready → dependent applied (kfctl.plan.latency)
+    shared: int = 0  # objects several applications render: under each in ``applications``, once in ``objects``
 
     @property
     def changed(self) -> bool:
@@ -87,6 +88,7 @@ class ApplySummary:
             "applications": [a.as_dict() for a in self.applications],
             "criticalPath": [c.as_dict() for c in self.critical_path],
             "schedulingLatency": self.scheduling.as_dict() if self.scheduling else None,
+            "shared": self.shared,
         }
 
 
@@ -302,6 +304,7 @@ def _summarize(run: _Run) -> None:
     removed = run.removed.removed if run.removed else []
     pruned = Counter(merged.members[k].application for k in removed if k in merged.members)
     summary.applications = application_rows(plan, result, pruned, offset=run.since_start)
+    summary.shared = sum(1 for step in plan.objects() if step.id in plan.copies)
     summary.critical_path = critical_path(plan, result.ready_at)
     summary.scheduling = summarize(scheduling_latencies(plan, result.ready_at, result.applied_at))
     summary.error = _error(result, run.removed)
@@ -325,7 +328,7 @@ PHASES: tuple[Callable[[_Run], None], ...] = (
 def announce(reporter: Reporter, plan: Plan) -> None:
     """One Planned event per application, in the KfDef's order: how many objects, after which applications —
     what a live view needs before the first object is applied."""
-    sizes = Counter(step.app for step in plan.objects())
+    sizes = plan.sizes()  # a shared object counts under each application that renders it
     for app in plan.applications:
         after = f"; after {', '.join(app.depends_on)}" if app.depends_on else ""
         message = f"{sizes[app.name]} objects{after}"

@@ -45,10 +45,8 @@ def application_rows(
     with its run; a person's with the command)."""
     # An object several applications render is applied once (by the first) but is each one's: it counts under
     # every application that renders it, and once in the run's totals (which are not made here).
-    apps_of: dict[str, tuple[str, ...]] = {
-        sid: (step.app, *plan.copies.get(sid, ())) for sid, step in plan.steps.items()
-    }
-    objects = Counter(app for step in plan.objects() for app in apps_of[step.id])
+    apps_of = {sid: plan.applications_of(sid) for sid in plan.steps}
+    objects = plan.sizes()
     counts = {
         verdict: Counter(app for sid in sids for app in apps_of.get(sid, ("",)))
         for verdict, sids in (

@@ -12,7 +12,7 @@ from kfctl.app.dry_run import VERDICTS, DryRunReport, Verdict, dry_run_apply
 from kfctl.app.plan import plan_as_dict, plan_kfdef
 from kfctl.catalog.load import load_catalog
 from kfctl.cli.options import detailed_exitcode_option, dry_run_option, get_options, global_options
-from kfctl.cli.output import columns, document, emit, machine_readable
+from kfctl.cli.output import columns, document, emit, machine_readable, shared_note
 from kfctl.cli.progress import Duration, EventRenderer, lock_timeout_option
 from kfctl.cli.target import kfdef_target, resolve_kfdef
 from kfctl.engine.apply import ApplyOptions
@@ -200,6 +200,8 @@ def format_applications(s: ApplySummary) -> list[str]:
         for a in s.applications
     ]
     lines = columns(head, rows)
+    if s.shared:
+        lines.append(shared_note(s.shared))
     if s.critical_path:
         total = sum(c.seconds for c in s.critical_path)
         shown = [c for c in s.critical_path if c.seconds >= SHOWN_SEGMENT] or s.critical_path[-1:]

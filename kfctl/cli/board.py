@@ -5,7 +5,9 @@ lines in place on a terminal; tests feed it a recorded event stream and read the
 
 The engine says how many objects each application has (Planned), each object applied (Created …), each wait
 (Waiting, Retrying), each failure (Failed, Blocked, Stuck), and when an application's last object is ready
-(Healthy of "application NAME"); delete says each object removed (Deleted) or kept (Kept, Skipped).
+(Healthy of "application NAME"); delete says each object removed (Deleted) or kept (Kept, Skipped). An object
+several applications render is applied once, under the first; its events name the others (``also_in``), and
+it counts under each of them here, as in apply's end table.
 """
 
 from __future__ import annotations
@@ -48,7 +50,11 @@ class Board:
     def __call__(self, event: Event) -> None:
         if not event.app:
             return
-        app = self.apps.setdefault(event.app, _App(event.app))
+        # An object several applications render is applied once but is each one's: it moves every one of them.
+        for name in (event.app, *event.also_in):
+            self._update(self.apps.setdefault(name, _App(name)), event)
+
+    def _update(self, app: _App, event: Event) -> None:
         kind = event.type
         if kind == "Planned":
             app.total, app.planned = event.count, event.message
@@ -66,7 +72,7 @@ class Board:
             app.waiting[event.subject] = event.message
         elif kind not in APPLIED:
             app.waiting.pop(event.subject, None)
-        if kind == "Healthy" and event.subject == f"application {event.app}":
+        if kind == "Healthy" and event.subject == f"application {app.name}":
             app.ended = event.at
         if kind in TROUBLE and app.trouble is None:
             app.trouble = (kind.lower(), f"{event.subject}: {event.message}")

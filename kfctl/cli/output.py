@@ -59,6 +59,11 @@ def columns(header: Sequence[str], rows: Sequence[Sequence[object]], *, align: s
     ]
 
 
+def shared_note(n: int) -> str:
+    """The line under a per-application table that counts an object several applications render under each."""
+    return f"{n} object(s) shared by several applications are counted under each, once in the total"
+
+
 def format_error(err: KfctlError) -> str:
     """One paragraph: kind and message, every detail on its own line, then the hint."""
     lines = [f"Error ({err.kind}): {err.message}"]

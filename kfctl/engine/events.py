@@ -42,6 +42,7 @@ class Event:
     chain: tuple[str, ...] = ()  # for Failed/Blocked: subject ← … ← root cause
     at: float = field(default_factory=time.time)
     count: int = 0  # for Planned: how many objects the application's run will touch
+    also_in: tuple[str, ...] = ()  # later applications that render the same object (applied once, under ``app``)
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"event": self.type, "subject": self.subject, "ts": round(self.at, 3)}
@@ -53,6 +54,8 @@ class Event:
             d["chain"] = list(self.chain)
         if self.count:
             d["count"] = self.count
+        if self.also_in:
+            d["alsoIn"] = list(self.also_in)
         return d
 
 

@@ -169,7 +169,7 @@ class Run:
         self.in_flight: dict[Future[Any], Work] = {}
         self.applying = 0
         self.denied = False
-        self.app_objects = Counter(s.app for s in plan.objects())
+        self.app_objects = plan.sizes()  # a shared object is each of its applications' (plan.copies)
         self.unready = Counter(self.app_objects)  # application → objects not ready yet
         self.by_key = {t.step.key: t for t in self.tracks.values() if t.step.key is not None}
         self.waits_by_kind = Counter((s.key.group, s.key.kind) for s in plan.objects() if s.key and s.wait)
@@ -490,10 +490,11 @@ class Run:
         if not quiet:
             self._emit("Healthy", t.step, h.message)
         if isinstance(t.kind, ObjectStep):
-            self.unready[t.step.app] -= 1
-            if not self.unready[t.step.app]:  # the application's last object: say so, once
-                n = self.app_objects[t.step.app]
-                self.report(Event("Healthy", application_id(t.step.app), f"all {n} objects ready", app=t.step.app))
+            for app in self.plan.applications_of(t.step.id):
+                self.unready[app] -= 1
+                if not self.unready[app]:  # the application's last object: say so, once
+                    n = self.app_objects[app]
+                    self.report(Event("Healthy", application_id(app), f"all {n} objects ready", app=app))
         self._changed(t)
 
     def _fail(self, t: Track, message: str, *, denied: bool = False) -> None:
@@ -569,4 +570,5 @@ class Run:
             self._emit("Skipped", t.step, chain[1])
 
     def _emit(self, kind: EventType, step: Step, message: str = "", *, chain: tuple[str, ...] = ()) -> None:
-        self.report(Event(kind, step.id, message, app=step.app, chain=chain))
+        also_in = self.plan.copies.get(step.id, ())  # a live view counts a shared object under each application
+        self.report(Event(kind, step.id, message, app=step.app, chain=chain, also_in=also_in))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -93,6 +94,14 @@ class Plan:
 
     def objects(self) -> list[Step]:
         return [s for s in self.steps.values() if s.kind == "object"]
+
+    def applications_of(self, sid: str) -> tuple[str, ...]:
+        """Every application that renders the step's object: its own first, then those whose copy was merged."""
+        return (self.steps[sid].app, *self.copies.get(sid, ()))
+
+    def sizes(self) -> Counter[str]:
+        """Application → objects it renders, a shared one counted under each (their sum counts it more than once)."""
+        return Counter(app for s in self.objects() for app in self.applications_of(s.id))
 
     def dependents(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {sid: [] for sid in self.steps}

@@ -1,0 +1,57 @@
+"""Two applications of the built-in catalog, `common` and `training-operator`, that both render the ClusterRole
+`shared` (applied once, under common, the KfDef's first: kfctl.plan.duplicates), each with a ConfigMap of its
+own; for the tests of how status, apply and diff count such an object (issue 29 item 6)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fakecluster import FakeCluster, write_app
+
+from kfctl.app.apply import ApplySummary, apply_kfdef
+from kfctl.catalog.load import load_catalog
+from kfctl.config.loader import load_kfdef
+from kfctl.engine.apply import ApplyOptions
+from kfctl.engine.events import EventLog, Reporter
+from kfctl.engine.remove import RemoveOptions
+from kfctl.objects import ObjectKey
+
+SHARED = (
+    "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: shared}\n"
+    "rules: [{apiGroups: [''], resources: [pods], verbs: [get]}]\n"
+)
+COMMON = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: common-config, namespace: kubeflow}\ndata: {a: '1'}\n"
+OPERATOR = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: operator-config, namespace: kubeflow}\ndata: {b: '2'}\n"
+BOTH = {"common": f"{SHARED}---\n{COMMON}", "training-operator": f"{OPERATOR}---\n{SHARED}"}
+SHARED_KEY = ObjectKey("rbac.authorization.k8s.io", "ClusterRole", "", "shared")
+OPERATOR_KEY = ObjectKey("", "ConfigMap", "kubeflow", "operator-config")
+
+
+def written(app_dir: Path, rendered: dict[str, str] = BOTH) -> Path:
+    """APPDIR with the KfDef (common first) and the rendered files; the KfDef's path."""
+    return write_app(app_dir, "common", "training-operator", rendered=rendered)
+
+
+def with_namespace() -> FakeCluster:
+    """A fake cluster with the `kubeflow` namespace (no application renders it)."""
+    cluster = FakeCluster()
+    cluster.put(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kubeflow"}, "status": {"phase": "Active"}}
+    )
+    return cluster
+
+
+def install(cluster: FakeCluster, path: Path, reporter: Reporter | None = None) -> ApplySummary:
+    """`kfctl apply --skip-generate` of the KfDef at ``path``; it must succeed."""
+    catalog = load_catalog()
+    summary = apply_kfdef(
+        load_kfdef(path, catalog),
+        catalog,
+        open_cluster=lambda: cluster,
+        reporter=reporter or EventLog(),
+        options=ApplyOptions(wait_timeout=5.0, timeout=30.0, poll_interval=0.01),
+        prune=RemoveOptions(wait_timeout=2.0, poll_interval=0.01),
+        render=False,
+    )
+    assert summary.error is None, summary.error
+    return summary
