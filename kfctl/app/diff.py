@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import jsonpatch
@@ -49,6 +49,11 @@ class ObjectDiff:
     patch: list[dict[str, Any]] = field(default_factory=list)
     immutable: tuple[str, ...] = ()  # the refused fields, for recreate
     reason: str = ""  # recreate: the API server's words; prune: why apply keeps it by default ("" if not)
+    also_in: tuple[str, ...] = ()  # later applications that render it too (applied once, under ``application``)
+
+    @property
+    def applications(self) -> tuple[str, ...]:
+        return (self.application, *self.also_in)
 
 
 @dataclass
@@ -56,14 +61,24 @@ class DiffReport:
     diffs: list[ObjectDiff] = field(default_factory=list)
     unchanged: int = 0
     unchanged_by_app: dict[str, int] = field(default_factory=dict)
+    shared: int = 0  # objects several applications render: counted under each in the summary, once in the totals
 
     def summary(self) -> dict[str, dict[str, int]]:
-        """Application → count per action, plus unchanged; every application of the bundle or the inventory."""
+        """Application → count per action, plus unchanged; every application of the bundle or the inventory.
+        An object several applications render counts under each of them."""
         out: dict[str, dict[str, int]] = {}
-        for app in sorted({*self.unchanged_by_app, *(d.application for d in self.diffs)}):
+        for app in sorted({*self.unchanged_by_app, *(a for d in self.diffs for a in d.applications)}):
             out[app] = {a: 0 for a in ACTIONS} | {"unchanged": self.unchanged_by_app.get(app, 0)}
         for d in self.diffs:
-            out[d.application][d.action] += 1
+            for app in d.applications:
+                out[app][d.action] += 1
+        return out
+
+    def totals(self) -> dict[str, int]:
+        """Count per action, plus unchanged, over the objects: a shared one once."""
+        out = {a: 0 for a in ACTIONS} | {"unchanged": self.unchanged}
+        for d in self.diffs:
+            out[d.action] += 1
         return out
 
     def as_dict(self) -> dict[str, Any]:
@@ -75,8 +90,10 @@ class DiffReport:
                 change["immutable"] = list(d.immutable)
             if d.reason:
                 change["reason"] = d.reason
+            if d.also_in:
+                change["alsoIn"] = list(d.also_in)
             changes.append(change)
-        return {"summary": self.summary(), "changes": changes, "unchanged": self.unchanged}
+        return {"summary": self.summary(), "changes": changes, "unchanged": self.unchanged, "shared": self.shared}
 
 
 def against_cluster(
@@ -121,14 +138,19 @@ def diff_kfdef(
         results = list(pool.map(one, steps))
     report = DiffReport()
     for step, r in zip(steps, results, strict=True):
+        apps = plan.applications_of(step.id)  # a shared object is each of its applications' (plan.copies)
+        report.shared += int(len(apps) > 1)
         if r is None:
             report.unchanged += 1
-            report.unchanged_by_app[step.app] = report.unchanged_by_app.get(step.app, 0) + 1
+            for app in apps:
+                report.unchanged_by_app[app] = report.unchanged_by_app.get(app, 0) + 1
         else:
-            report.diffs.append(r)
+            report.diffs.append(replace(r, also_in=apps[1:]))
     with talking_to(cluster, "reading the inventory"):
         inv = inventory.read(cluster, name=bundle.inventory_name, namespace=kfdef.namespace)
-    report.diffs += removed(bundle, inv)
+    gone = removed(bundle, inv)
+    report.shared += sum(1 for d in gone if d.also_in)
+    report.diffs += gone
     return report
 
 
@@ -186,7 +208,13 @@ def removed(bundle: Bundle, inv: inventory.Inventory | None) -> list[ObjectDiff]
         return []
     wanted = {k for k, _ in bundle.members()}
     return [
-        ObjectDiff(str(key), "prune", inv.members[key].application, reason=_kept_without(inv.members[key]))
+        ObjectDiff(
+            str(key),
+            "prune",
+            inv.members[key].application,
+            reason=_kept_without(inv.members[key]),
+            also_in=inv.members[key].also_in,
+        )
         for key in sorted(set(inv.members) - wanted)
     ]
 

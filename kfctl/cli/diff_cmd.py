@@ -12,7 +12,7 @@ from kfctl.app.cluster import open_cluster
 from kfctl.app.diff import DiffReport, diff_kfdef
 from kfctl.catalog.load import load_catalog
 from kfctl.cli.options import detailed_exitcode_option, get_options, global_options
-from kfctl.cli.output import columns, emit
+from kfctl.cli.output import columns, emit, shared_note
 from kfctl.cli.target import kfdef_target, resolve_kfdef
 from kfctl.errors import EXIT_CHANGES
 
@@ -26,7 +26,8 @@ def diff(app_dir: Path | None, kfdef_file: Path | None, skip_generate: bool, det
     """Show what apply would create, change (as JSON patches) and prune. Secret values are masked.
 
     A summary per application comes first (added, changed, removed, and changes the API server refuses as
-    immutable, which `kfctl apply --recreate-immutable` deletes and recreates), then every change.
+    immutable, which `kfctl apply --recreate-immutable` deletes and recreates), then every change. An object
+    several applications render counts under each of them, once in the total.
 
     \b
     Exit codes: 0 (with --detailed-exitcode: 0 no differences, 15 some).
@@ -57,12 +58,14 @@ def format_diff(report: DiffReport) -> str:
     lines = []
     if report.diffs:
         head = ("APPLICATION", "ADDED", "CHANGED", "REMOVED", "RECREATE", "UNCHANGED")
-        totals = dict.fromkeys(("create", "update", "prune", "recreate", "unchanged"), 0)
-        rows: list[list[object]] = []
-        for app, counts in summary.items():
-            rows.append([app or "(unknown)", *(counts[k] for k in totals)])
-            totals = {k: totals[k] + counts[k] for k in totals}
-        lines += columns(head, [*rows, ["total", *totals.values()]])
+        order = ("create", "update", "prune", "recreate", "unchanged")
+        rows: list[list[object]] = [
+            [app or "(unknown)", *(counts[k] for k in order)] for app, counts in summary.items()
+        ]
+        totals = report.totals()  # a shared object once, though its applications' rows each count it
+        lines += columns(head, [*rows, ["total", *(totals[k] for k in order)]])
+        if report.shared:
+            lines.append(shared_note(report.shared))
         recreate = [d for d in report.diffs if d.action == "recreate"]
         if recreate:
             lines.append("")
