@@ -153,6 +153,8 @@ def test_an_immutable_field_change_names_the_field_and_needs_opt_in() -> None:
     result, log = run(cluster, [NS, obj("v1", "ConfigMap", "c", "demo", data={"a": "2"})], options=options)
     assert result.ok and [e.subject for e in log.of("Recreated")] == ["ConfigMap demo/c"]
     assert cluster.live(key)["metadata"]["uid"] != old_uid  # type: ignore[index]
+    # Counted as recreated (the summary line's "1 recreated"), not as configured in place.
+    assert (result.recreated, result.configured, result.changed) == (["ConfigMap demo/c"], [], 1)
 
 
 @pytest.mark.parametrize(

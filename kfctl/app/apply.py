@@ -52,6 +52,7 @@ class ApplySummary:
     configured: int = 0
     corrected: int = 0
     adopted: int = 0
+    recreated: int = 0  # deleted and created again (--recreate-immutable); the applications' rows count them configured
     unchanged: int = 0
     pruned: int = 0
     kept: list[str] = field(default_factory=list)
@@ -67,7 +68,13 @@ class ApplySummary:
     @property
     def changed(self) -> bool:
         return bool(
-            self.created or self.configured or self.corrected or self.adopted or self.pruned or self.inventory_writes
+            self.created
+            or self.configured
+            or self.corrected
+            or self.adopted
+            or self.recreated
+            or self.pruned
+            or self.inventory_writes
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -77,6 +84,7 @@ class ApplySummary:
             "configured": self.configured,
             "corrected": self.corrected,
             "adopted": self.adopted,
+            "recreated": self.recreated,
             "unchanged": self.unchanged,
             "pruned": self.pruned,
             "kept": self.kept,
@@ -243,6 +251,7 @@ def _apply_and_wait(run: _Run) -> None:
         len(result.corrected),
     )
     summary.adopted, summary.unchanged = len(result.adopted), len(result.unchanged)
+    summary.recreated = len(result.recreated)
     merged, shared = run.merged, run.bundle.also_in()
     run.final = inventory.Inventory(merged.name, merged.namespace, merged.cluster_id)
     for key, app in run.bundle.members():

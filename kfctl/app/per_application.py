@@ -51,7 +51,7 @@ def application_rows(
         verdict: Counter(app for sid in sids for app in apps_of.get(sid, ("",)))
         for verdict, sids in (
             ("created", result.created),
-            ("configured", result.configured + result.corrected + result.adopted),
+            ("configured", result.configured + result.corrected + result.adopted + result.recreated),
             ("unchanged", result.unchanged),
         )
     }

@@ -164,6 +164,7 @@ def apply(
         f"{s.objects} objects: {s.created} created, {s.configured} configured, "
         + (f"{s.corrected} corrected, " if s.corrected else "")
         + (f"{s.adopted} adopted, " if s.adopted else "")
+        + (f"{s.recreated} recreated, " if s.recreated else "")
         + f"{s.unchanged} unchanged, {s.pruned} pruned in {s.seconds:.1f}s "
         f"({s.requests.get('writes', 0)} write requests, {s.requests.get('total', 0)} in all)"
     )

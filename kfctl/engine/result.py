@@ -34,6 +34,7 @@ class ApplyResult:
     configured: list[str] = field(default_factory=list)
     corrected: list[str] = field(default_factory=list)  # drift in kfctl's fields put back
     adopted: list[str] = field(default_factory=list)  # foreign objects taken over on request
+    recreated: list[str] = field(default_factory=list)  # deleted and created again (--recreate-immutable)
     unchanged: list[str] = field(default_factory=list)
     failed: list[Failure] = field(default_factory=list)
     blocked: list[Failure] = field(default_factory=list)
@@ -52,4 +53,4 @@ class ApplyResult:
 
     @property
     def changed(self) -> int:
-        return len(self.created) + len(self.configured) + len(self.corrected) + len(self.adopted)
+        return len(self.created) + len(self.configured) + len(self.corrected) + len(self.adopted) + len(self.recreated)

@@ -327,7 +327,7 @@ class Run:
             "corrected": ("Corrected", self.result.corrected),
             "adopted": ("Adopted", self.result.adopted),
             "unchanged": ("Unchanged", self.result.unchanged),
-            "recreated": ("Recreated", self.result.configured),
+            "recreated": ("Recreated", self.result.recreated),
         }[outcome.verdict]
         bucket.append(t.step.id)
         self._emit(event, t.step, outcome.message)  # type: ignore[arg-type]
