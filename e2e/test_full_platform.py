@@ -179,6 +179,18 @@ def test_a_notebook_gets_its_statefulset_and_its_pod_the_poddefault(platform: Pl
 SPARK_EXAMPLE = "applications/spark/sparkapplication_example.yaml"
 
 
+def kubectl_run(kubeconfig: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """kubectl's own answer, refusals included (apply_support.kubectl fails the test on one)."""
+    return subprocess.run(
+        ["kubectl", "--kubeconfig", kubeconfig, *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
 def test_the_real_spark_operator_makes_its_certificate_validates_and_takes_up_a_sparkapplication(
     platform: Platform, release: Path
 ) -> None:
@@ -209,14 +221,7 @@ def test_the_real_spark_operator_makes_its_certificate_validates_and_takes_up_a_
     refused = {**example, "metadata": {"name": "spark-refused"}}
     refused["spec"] = {**example["spec"], "nodeSelector": {"disk": "ssd"}}
     refused["spec"]["driver"] = {**example["spec"]["driver"], "nodeSelector": {"disk": "ssd"}}
-    create = subprocess.run(
-        ["kubectl", "--kubeconfig", platform.kubeconfig, "create", "-n", USER_NS, "-f", "-"],
-        input=yaml.safe_dump(refused),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    create = kubectl_run(platform.kubeconfig, "create", "-n", USER_NS, "-f", "-", stdin=yaml.safe_dump(refused))
     assert create.returncode == 1, create.stdout + create.stderr
     assert "node selector cannot be defined at both SparkApplication and Driver/Executor" in create.stderr, (
         create.stderr
@@ -283,14 +288,7 @@ def test_real_knative_serving_makes_its_certificate_validates_and_reconciles_a_s
         bundles = {base64.b64decode(w["clientConfig"].get("caBundle", "")) for w in config["webhooks"]}
         assert bundles == {ca}, f"{kind} {name}: caBundle is not the CA of Knative's own Secret webhook-certs"
 
-    create = subprocess.run(
-        ["kubectl", "--kubeconfig", platform.kubeconfig, "create", "-f", "-"],
-        input=knative_service("knative-refused", []),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    create = kubectl_run(platform.kubeconfig, "create", "-f", "-", stdin=knative_service("knative-refused", []))
     assert create.returncode == 1, create.stdout + create.stderr
     assert 'admission webhook "validation.webhook.serving.knative.dev" denied the request' in create.stderr, (
         create.stderr
@@ -299,28 +297,17 @@ def test_real_knative_serving_makes_its_certificate_validates_and_reconciles_a_s
     print("refused by Knative's webhook:", create.stderr.strip())
 
     name = "hello"
-    subprocess.run(
-        ["kubectl", "--kubeconfig", platform.kubeconfig, "create", "-f", "-"],
-        input=knative_service(name, [{"image": "dev.local/hello:v1"}]),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
+    created = kubectl_run(
+        platform.kubeconfig, "create", "-f", "-", stdin=knative_service(name, [{"image": "dev.local/hello:v1"}])
     )
+    assert created.returncode == 0, created.stderr
     try:
         stored = json.loads(kubectl(platform.kubeconfig, "get", "ksvc", name, "-n", USER_NS, "-o", "json"))
         assert stored["spec"]["traffic"] == [{"latestRevision": True, "percent": 100}], stored["spec"]
 
         def revision_deployment() -> dict[str, Any] | None:
-            found = subprocess.run(
-                [
-                    *("kubectl", "--kubeconfig", platform.kubeconfig, "get", "deployment", f"{name}-00001-deployment"),
-                    *("-n", USER_NS, "-o", "json"),
-                ],
-                capture_output=True,
-                text=True,
-                timeout=60,
-                check=False,
+            found = kubectl_run(
+                platform.kubeconfig, "get", "deployment", f"{name}-00001-deployment", "-n", USER_NS, "-o", "json"
             )
             return json.loads(found.stdout) if found.returncode == 0 else None
 

@@ -29,8 +29,10 @@ import pytest
 from kfctl_testbed import gitserver, localcluster
 from kfctl_testbed.poll import PollTimeout, poll
 
-E2E_DIR = Path(__file__).resolve().parents[2] / "e2e"
-CRDS = (E2E_DIR / "crds" / "flux-source-controller.yaml", E2E_DIR / "crds" / "flux-kustomize-controller.yaml")
+CRDS = (
+    localcluster.E2E / "crds" / "flux-source-controller.yaml",
+    localcluster.E2E / "crds" / "flux-kustomize-controller.yaml",
+)
 CRD_NAMES = (
     "buckets.source.toolkit.fluxcd.io",
     "gitrepositories.source.toolkit.fluxcd.io",
@@ -48,13 +50,7 @@ FLUX_NAME_LABEL = "kustomize.toolkit.fluxcd.io/name"
 
 def flux_bin_dir() -> Path:
     """Where `e2e/build-binaries --flux` puts the controllers (KFCTL_E2E_FLUX_DIR overrides)."""
-    override = os.environ.get("KFCTL_E2E_FLUX_DIR")
-    if override:
-        return Path(override)
-    printed = subprocess.run(
-        [str(E2E_DIR / "build-binaries"), "--print-flux-dir"], check=True, capture_output=True, text=True
-    )
-    return Path(printed.stdout.strip().splitlines()[-1])
+    return localcluster.build_dir("--print-flux-dir", "KFCTL_E2E_FLUX_DIR")
 
 
 def require_flux_binaries() -> Path:

@@ -246,16 +246,20 @@ def http_ok(url: str) -> bool:
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 
 
+def build_dir(flag: str, override_env: str) -> Path:
+    """The cache directory e2e/build-binaries `flag` (--print-bin-dir, --print-operators-dir, --print-flux-dir)
+    names, its last line; $`override_env` overrides it. Builds nothing."""
+    override = os.environ.get(override_env)
+    if override:
+        return Path(override)
+    printed = subprocess.run([str(E2E / "build-binaries"), flag], check=True, capture_output=True, text=True)
+    return Path(printed.stdout.strip().splitlines()[-1])
+
+
 def binaries() -> Path:
     """The directory holding the control plane's binaries, building them when the cache lacks them."""
     override = os.environ.get("KFCTL_E2E_BIN_DIR")
-    if override:
-        bin_dir = Path(override)
-    else:
-        printed = subprocess.run(
-            [str(E2E / "build-binaries"), "--print-bin-dir"], check=True, capture_output=True, text=True
-        )
-        bin_dir = Path(printed.stdout.strip())
+    bin_dir = build_dir("--print-bin-dir", "KFCTL_E2E_BIN_DIR")
     missing = [b for b in BINARIES if not (bin_dir / b).is_file()]
     if missing and not override:
         if shutil.which("go") is None:
@@ -550,13 +554,7 @@ def up_local(state_dir: Path, *, training_seconds: int = kwokstages.TRAINING_SEC
 
 def operators_dir() -> Path:
     """Where e2e/build-binaries --operators puts the operators (KFCTL_E2E_OPERATORS_DIR overrides)."""
-    override = os.environ.get("KFCTL_E2E_OPERATORS_DIR")
-    if override:
-        return Path(override)
-    printed = subprocess.run(
-        [str(E2E / "build-binaries"), "--print-operators-dir"], check=True, capture_output=True, text=True
-    )
-    return Path(printed.stdout.strip().splitlines()[-1])
+    return build_dir("--print-operators-dir", "KFCTL_E2E_OPERATORS_DIR")
 
 
 def start_runtime(state: State, kubeconfig: Path) -> Proc | None:
