@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kfctl.app.cluster import talking_to
@@ -36,10 +36,17 @@ class Verdict:
     # (Helm, Argo CD, another install …): apply stops before writing anything (exit 11) unless it adopts it.
     verdict: str
     message: str = ""
+    also_in: tuple[str, ...] = ()  # later applications that render it too (applied once, under ``application``)
 
-    def as_dict(self) -> dict[str, str]:
-        return {"object": self.subject, "application": self.application, "verdict": self.verdict} | (
-            {"message": self.message} if self.message else {}
+    @property
+    def applications(self) -> tuple[str, ...]:
+        return (self.application, *self.also_in)
+
+    def as_dict(self) -> dict[str, Any]:
+        return (
+            {"object": self.subject, "application": self.application, "verdict": self.verdict}
+            | ({"message": self.message} if self.message else {})
+            | ({"alsoIn": list(self.also_in)} if self.also_in else {})
         )
 
 
@@ -48,14 +55,22 @@ class DryRunReport:
     verdicts: list[Verdict] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
+        """Count per verdict over the objects: a shared one once."""
         seen = Counter(v.verdict for v in self.verdicts)
         return {v: seen[v] for v in VERDICTS}
 
     def by_application(self) -> dict[str, dict[str, int]]:
+        """Application → count per verdict; an object several applications render counts under each."""
         out: dict[str, dict[str, int]] = {}
         for v in self.verdicts:
-            out.setdefault(v.application, dict.fromkeys(VERDICTS, 0))[v.verdict] += 1
+            for app in v.applications:
+                out.setdefault(app, dict.fromkeys(VERDICTS, 0))[v.verdict] += 1
         return out
+
+    @property
+    def shared(self) -> int:
+        """Objects several applications render: under each in by_application, once in counts."""
+        return sum(1 for v in self.verdicts if v.also_in)
 
     @property
     def changes(self) -> bool:
@@ -67,6 +82,7 @@ class DryRunReport:
             "objects": [v.as_dict() for v in self.verdicts],
             "summary": self.counts(),
             "applications": self.by_application(),
+            "shared": self.shared,
         }
 
 
@@ -97,6 +113,8 @@ def dry_run_apply(
         return Verdict(step.id, step.app, _ACTIONS[d.action], d.reason)
 
     with talking_to(cluster, "sending apply's writes as server-side dry runs"), ThreadPoolExecutor(8) as pool:
-        report = DryRunReport(list(pool.map(one, steps)))
-    report.verdicts += [Verdict(d.subject, d.application, "pruned", d.reason) for d in removed(bundle, inv)]
+        judged = list(pool.map(one, steps))
+    # A shared object is each of its applications' (plan.copies; for a prune, the inventory's alsoIn).
+    report = DryRunReport([replace(v, also_in=plan.copies.get(v.subject, ())) for v in judged])
+    report.verdicts += [Verdict(d.subject, d.application, "pruned", d.reason, d.also_in) for d in removed(bundle, inv)]
     return report

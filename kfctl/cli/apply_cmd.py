@@ -212,7 +212,8 @@ def format_applications(s: ApplySummary) -> list[str]:
 
 
 def format_dry_run(report: DryRunReport, *, verbose: bool = False) -> str:
-    """A line per object that would change (every object with -v), the counts per application, one total."""
+    """A line per object that would change (every object with -v), the counts per application (a shared object
+    under each), one total (a shared object once)."""
     lines = [
         f"{v.subject}: {v.verdict} (server dry run)" + (f": {v.message}" if v.message else "")
         for v in report.verdicts
@@ -221,6 +222,8 @@ def format_dry_run(report: DryRunReport, *, verbose: bool = False) -> str:
     head = ("APPLICATION", *(v.upper() for v in VERDICTS))
     rows = [[app, *counts.values()] for app, counts in report.by_application().items()]
     lines += [*([""] if lines else []), *columns(head, rows)] if rows else []
+    if report.shared:
+        lines.append(shared_note(report.shared))
     counts = ", ".join(f"{n} {verdict}" for verdict, n in report.counts().items() if n)
     lines.append(f"{len(report.verdicts)} objects: {counts or 'none'} (server-side dry run: nothing persisted)")
     return "\n".join(lines)
