@@ -40,6 +40,7 @@ class DeleteSummary:
     seconds: float = 0.0
     requests: dict[str, Any] = field(default_factory=dict)
     error: KfctlError | None = None
+    shared: int = 0  # objects several applications render: under each in the live view, once in ``deleted``
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -52,6 +53,7 @@ class DeleteSummary:
             "seconds": round(self.seconds, 2),
             "requests": self.requests,
             "ok": self.error is None,
+            "shared": self.shared,
         }
 
 
@@ -117,8 +119,11 @@ def _delete_locked(
         delete_adopted=delete_adopted,
         wait_timeout=wait_timeout,
     )
-    for app, n in Counter(m.application for m in inv.members.values()).items():
+    # An object several applications render (the inventory's alsoIn) counts under each of them, as apply's does.
+    sizes = Counter(app for m in inv.members.values() for app in (m.application, *m.also_in))
+    for app, n in sizes.items():
         reporter(Event("Planned", application_id(app), f"{n} objects", app=app, count=n))
+    summary.shared = sum(1 for m in inv.members.values() if m.also_in)
     result = remove(
         cluster, inv.members.values(), applyset_id=inv.id, reporter=reporter, options=options, verb="Deleted"
     )
@@ -207,7 +212,8 @@ class PreviewedObject:
     def as_dict(self) -> dict[str, Any]:
         key = self.member.key
         out = {"subject": str(key), "object": key_fields(key, self.api_version), "application": self.member.application}
-        return out | {"verdict": self.verdict} | ({"reason": self.reason} if self.reason else {})
+        also_in = {"alsoIn": list(self.member.also_in)} if self.member.also_in else {}
+        return out | also_in | {"verdict": self.verdict} | ({"reason": self.reason} if self.reason else {})
 
 
 @dataclass
@@ -221,12 +227,18 @@ class DeletePreview:
         seen = Counter(o.verdict for o in self.objects)
         return {v: seen[v] for v in get_args(DeleteVerdict)}
 
+    @property
+    def shared(self) -> int:
+        """Objects several applications render (alsoIn on each), counted once in ``counts``."""
+        return sum(1 for o in self.objects if o.member.also_in)
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "dryRun": True,
             "found": self.found,
             "objects": [o.as_dict() for o in self.objects],
             "summary": self.counts(),
+            "shared": self.shared,
         }
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import click
 
 from kfctl.app.cluster import open_cluster
-from kfctl.app.delete import DeletePreview, delete_kfdef, preview_delete
+from kfctl.app.delete import DeletePreview, DeleteSummary, delete_kfdef, preview_delete
 from kfctl.cli.options import dry_run_option, get_options, global_options
-from kfctl.cli.output import document, emit, machine_readable
+from kfctl.cli.output import document, emit, machine_readable, shared_note
 from kfctl.cli.progress import Duration, EventRenderer, lock_timeout_option
 from kfctl.cli.target import kfdef_target, resolve_kfdef
 from kfctl.config.model import KfDef
@@ -120,22 +120,10 @@ def delete(
             delete_adopted=delete_adopted,
             lock_timeout=lock_timeout,
         )
-    if not s.found:
-        text = nothing_to_delete(kfdef)
-    else:
-        text = f"Deleted {s.deleted} object(s) in {s.seconds:.1f}s"
-        if s.kept:
-            text += "\nKept:\n" + "\n".join(f"  {k}" for k in s.kept)
-        if s.released:
-            text += (
-                f"\nReleased {len(s.released)} kept object(s): no longer labelled as this install's, so another "
-                "install may use them; a reinstall of this KfDef takes them back, `kfctl delete --delete-storage` "
-                "removes them"
-            )
     if machine_readable(opts):
         click.echo(document(opts, {"summary": s.as_dict()}, stream=True))
     else:
-        emit(opts, {}, text)
+        emit(opts, {}, format_deleted(kfdef, s))
     if s.error is not None:
         raise s.error
 
@@ -143,6 +131,25 @@ def delete(
 def stdin_is_a_terminal() -> bool:
     """Whether a person may answer a question: scripts, CI and tests (stdin a pipe or /dev/null) are never asked."""
     return sys.stdin is not None and sys.stdin.isatty()
+
+
+def format_deleted(kfdef: KfDef, s: DeleteSummary) -> str:
+    """The end of a delete: how many objects went (a shared one once, though the live view counts it under each
+    of its applications), what was kept and released."""
+    if not s.found:
+        return nothing_to_delete(kfdef)
+    lines = [f"Deleted {s.deleted} object(s) in {s.seconds:.1f}s"]
+    if s.shared:
+        lines.append(shared_note(s.shared))
+    if s.kept:
+        lines += ["Kept:", *(f"  {k}" for k in s.kept)]
+    if s.released:
+        lines.append(
+            f"Released {len(s.released)} kept object(s): no longer labelled as this install's, so another "
+            "install may use them; a reinstall of this KfDef takes them back, `kfctl delete --delete-storage` "
+            "removes them"
+        )
+    return "\n".join(lines)
 
 
 def nothing_to_delete(kfdef: KfDef) -> str:

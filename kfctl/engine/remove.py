@@ -101,8 +101,7 @@ def remove(
                     live = _get(cluster, key)
                 except (ApiError, Unreachable) as e:
                     if not isinstance(e, Transient):
-                        pending.pop(key)
-                        _failed(ctx, key, f"cannot check that it is gone: {e}", denied=True)
+                        _failed(ctx, pending.pop(key), f"cannot check that it is gone: {e}", denied=True)
                         continue
                     lost[key] = e.explanation
                     continue
@@ -110,29 +109,29 @@ def remove(
                 if live is None:
                     member = pending.pop(key)
                     result.removed.append(key)
-                    _emit(reporter, verb, key, member)
+                    _emit(reporter, verb, member)
             if not pending or clock() > ctx.deadline:
                 break
             sleep(options.poll_interval)
         for key in sorted(pending):
             if key in lost:
-                _failed(ctx, key, f"deleted, but not seen gone before the timeout: {lost[key]}")
+                _failed(ctx, pending[key], f"deleted, but not seen gone before the timeout: {lost[key]}")
                 continue
             try:
                 live = ctx.call(partial(_get, cluster, key))
             except (ApiError, Unreachable) as e:
-                _failed(ctx, key, f"cannot confirm it is gone: {e}", denied=not isinstance(e, Transient))
+                _failed(ctx, pending[key], f"cannot confirm it is gone: {e}", denied=not isinstance(e, Transient))
                 continue
             if live is None:
                 result.removed.append(key)
-                _emit(reporter, verb, key, pending[key])
+                _emit(reporter, verb, pending[key])
                 continue
             finalizers = ", ".join((live.get("metadata") or {}).get("finalizers") or []) or "none"
             why = f"still present after {options.wait_timeout:g}s; finalizers: {finalizers}"
             if key.kind == "Namespace":
                 why += _namespace_conditions(live)
             result.stuck.append((key, why))
-            reporter(Event("Stuck", str(key), why, app=pending[key].application))
+            _emit(reporter, "Stuck", pending[key], why)
     return result
 
 
@@ -190,10 +189,10 @@ def _precondition_failed(e: BaseException) -> bool:
     return isinstance(e, PreconditionFailed)
 
 
-def _failed(ctx: _Context, key: ObjectKey, why: str, *, denied: bool = False, app: str = "") -> None:
-    ctx.result.failed.append((key, why))
+def _failed(ctx: _Context, m: Member, why: str, *, denied: bool = False) -> None:
+    ctx.result.failed.append((m.key, why))
     ctx.result.denied = ctx.result.denied or denied
-    ctx.reporter(Event("Failed", str(key), why, app=app))
+    _emit(ctx.reporter, "Failed", m, why)
 
 
 def _delete_one(ctx: _Context, m: Member) -> bool:
@@ -202,7 +201,7 @@ def _delete_one(ctx: _Context, m: Member) -> bool:
         return _try_delete(ctx, m)
     except (ApiError, Unreachable, NoKindMatch) as e:
         what = "cannot read it" if ctx.options.dry_run else "delete failed"
-        _failed(ctx, m.key, f"{what}: {e}", denied=not isinstance(e, Transient), app=m.application)
+        _failed(ctx, m, f"{what}: {e}", denied=not isinstance(e, Transient))
         return False
 
 
@@ -218,11 +217,11 @@ def _try_delete(ctx: _Context, m: Member) -> bool:
         ctx.named |= secrets_named_by(live)
     if not labels.owned_by(live, applyset_id) and not _released_by_us(live, applyset_id):
         result.skipped.append((key, "no longer carries our label; left alone"))
-        reporter(Event("Skipped", str(key), "no longer carries our label; left alone", app=m.application))
+        _emit(reporter, "Skipped", m, "no longer carries our label; left alone")
         return False
     if m.uid and uid != m.uid:
         result.skipped.append((key, "was recreated by someone else (UID differs); left alone"))
-        reporter(Event("Skipped", str(key), "UID differs from the one kfctl applied; left alone", app=m.application))
+        _emit(reporter, "Skipped", m, "UID differs from the one kfctl applied; left alone")
         return False
     keep = _protected(ctx, key, m, live)
     if keep:
@@ -230,7 +229,7 @@ def _try_delete(ctx: _Context, m: Member) -> bool:
             ctx.call(lambda: cluster.replace(labels.released(live, applyset_id)))
             result.released.append(key)
         result.kept.append((key, keep))
-        reporter(Event("Kept", str(key), keep, app=m.application))
+        _emit(reporter, "Kept", m, keep)
         return False
     if ctx.options.dry_run:
         result.planned.append(key)
@@ -243,7 +242,7 @@ def _try_delete(ctx: _Context, m: Member) -> bool:
     except PreconditionFailed:  # replaced by someone else since we looked
         result.skipped.append((key, "was recreated by someone else (UID differs); left alone"))
         return False
-    reporter(Event("Deleting", str(key), "", app=m.application))
+    _emit(reporter, "Deleting", m)
     return True
 
 
@@ -341,5 +340,6 @@ def _get(cluster: Cluster, key: ObjectKey) -> Obj | None:
     return cluster.get(res.api_version, key.kind, namespace=key.namespace, name=key.name)
 
 
-def _emit(reporter: Reporter, verb: EventType, key: ObjectKey, m: Member | None) -> None:
-    reporter(Event(verb, str(key), "", app=m.application if m else ""))
+def _emit(reporter: Reporter, kind: EventType, m: Member, message: str = "") -> None:
+    # An object several applications render is each one's: a live view counts it under every one (also_in).
+    reporter(Event(kind, str(m.key), message, app=m.application, also_in=m.also_in))
