@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -339,7 +340,7 @@ def test_kfctl_check_smoke_probes_every_kind_it_can_sample_and_runs_a_trainjob(p
     """`kfctl check --smoke` on a platform of upstream's trees (no catalog component): the probes follow the kinds
     the cluster serves. Each dry run goes through the real webhooks (Trainer's, KServe's, Katib's, the PodDefault
     webhook, the notebook controller has none) or the stand-in's; the TrainJob runs to Complete on the real
-    Trainer and JobSet."""
+    Trainer and JobSet, in a Profile's namespace the real profile controller took over."""
     run = kfctl("check", str(platform.app), "--smoke", kubeconfig=platform.kubeconfig, timeout=900)
     assert run.code == 0, run.explain()
     checks = {c["name"]: c for c in json.loads(run.stdout)["checks"]}
@@ -355,6 +356,12 @@ def test_kfctl_check_smoke_probes_every_kind_it_can_sample_and_runs_a_trainjob(p
         "sparkapplication",
         "smoke-trainjob",
     ], checks
+    # The real profile controller took the smoke job's Profile: the TrainJob ran in a user's namespace.
+    assert re.fullmatch(
+        r"TrainJob (kfctl-smoke-[0-9a-f]{8}-trainjob) ran to Complete in \d+s in Profile \1's namespace; both are "
+        r"deleted",
+        checks["smoke-trainjob"]["message"],
+    ), checks
     print("\nkfctl check --smoke:", *(f"{n}: {checks[n]['message']}" for n in probed), sep="\n  ")
 
 

@@ -16,6 +16,7 @@ exactly those, never a CRD, Namespace, PVC or PV.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,17 @@ def test_v1_10_full_platform_upgrades_to_v1_11_in_place_keeping_the_users_work(
         assert generated.code == 0, generated.explain()
     first = apply_healthy(app, kubeconfig)["summary"]
     print(f"v1.10.0: {first['objects']} objects in {len(first['applications'])} applications, {first['seconds']} s")
+
+    # v1.10.0 has the training operator (v1.9.1, real): a PyTorchJob runs to its end in a Profile's namespace.
+    smoke = kfctl("check", str(app), "--smoke", "--only", "smoke-pytorchjob", kubeconfig=kubeconfig, timeout=600)
+    assert smoke.code == 0, smoke.explain()
+    [pytorchjob] = json.loads(smoke.stdout)["checks"]
+    assert re.fullmatch(
+        r"PyTorchJob (kfctl-smoke-[0-9a-f]{8}-pytorchjob) ran to Succeeded in \d+s in Profile \1's namespace; "
+        r"both are deleted",
+        pytorchjob["message"],
+    ), pytorchjob
+    print("kfctl check --smoke on v1.10.0:", pytorchjob["message"])
 
     # The user's work on v1.10.0.
     poll(

@@ -332,34 +332,40 @@ SMOKE_NAMESPACES = {"labelSelector": "kfctl.dev/smoke"}
 
 
 def smoke_leftovers(api: kube_rest.Client) -> list[str]:
-    """Scratch namespaces of `kfctl check --smoke`, and TFJobs or TrainJobs of its naming, anywhere."""
+    """Scratch namespaces of `kfctl check --smoke`, and TFJobs, PyTorchJobs or TrainJobs of its naming, anywhere."""
     namespaces = [n["metadata"]["name"] for n in api.list("/api/v1/namespaces", query=SMOKE_NAMESPACES)]
-    jobs = api.list("/apis/kubeflow.org/v1/tfjobs") + api.list("/apis/trainer.kubeflow.org/v1alpha1/trainjobs")
+    jobs = [
+        job
+        for path in ("kubeflow.org/v1/tfjobs", "kubeflow.org/v1/pytorchjobs", "trainer.kubeflow.org/v1alpha1/trainjobs")
+        for job in api.list(f"/apis/{path}")
+    ]
     return namespaces + [j["metadata"]["name"] for j in jobs if j["metadata"]["name"].startswith("kfctl-smoke-")]
 
 
-def test_check_smoke_runs_a_tfjob_and_a_trainjob_to_their_end_and_leaves_nothing(platform: Platform) -> None:
+SMOKES = {
+    "smoke-tfjob": r"TFJob kfctl-smoke-[0-9a-f]{8}-tfjob ran to Succeeded in \d+s; its namespace is deleted",
+    "smoke-pytorchjob": r"PyTorchJob kfctl-smoke-[0-9a-f]{8}-pytorchjob ran to Succeeded in \d+s; "
+    r"its namespace is deleted",
+    "smoke-trainjob": r"TrainJob kfctl-smoke-[0-9a-f]{8}-trainjob ran to Complete in \d+s; its namespace is deleted",
+}
+
+
+def test_check_smoke_runs_a_tfjob_a_pytorchjob_and_a_trainjob_to_their_end_and_leaves_nothing(
+    platform: Platform,
+) -> None:
     """The verdicts are the real training operator's and the real trainer's (their Succeeded and Complete
-    conditions); the pods are finished by kwok (kfctl_testbed/kwok-pod-stages.yaml), the rest is the operators' work."""
-    run = kfctl(
-        "check", str(platform.app), "--smoke", "--only", "smoke-tfjob,smoke-trainjob", kubeconfig=platform.kubeconfig
-    )
+    conditions); the pods are finished by kwok (kfctl_testbed/kwok-pod-stages.yaml), the rest is the operators' work.
+    The built-in platform has no profiles: each job runs in a scratch namespace."""
+    run = kfctl("check", str(platform.app), "--smoke", "--only", ",".join(SMOKES), kubeconfig=platform.kubeconfig)
     assert run.code == 0, run.explain()
     report = json.loads(run.stdout)
     checks = {c["name"]: c for c in report["checks"]}
-    assert {n: (c["category"], c["verdict"]) for n, c in checks.items()} == {
-        "smoke-tfjob": ("smoke", "pass"),
-        "smoke-trainjob": ("smoke", "pass"),
-    }, checks
-    assert re.fullmatch(
-        r"TFJob kfctl-smoke-[0-9a-f]{8}-tfjob ran to Succeeded in \d+s; its namespace is deleted",
-        checks["smoke-tfjob"]["message"],
-    ), checks
-    assert re.fullmatch(
-        r"TrainJob kfctl-smoke-[0-9a-f]{8}-trainjob ran to Complete in \d+s; its namespace is deleted",
-        checks["smoke-trainjob"]["message"],
-    ), checks
-    print(f"\nkfctl check --smoke: {checks['smoke-tfjob']['message']}; {checks['smoke-trainjob']['message']}")
+    assert {n: (c["category"], c["verdict"]) for n, c in checks.items()} == dict.fromkeys(SMOKES, ("smoke", "pass")), (
+        checks
+    )
+    for name, message in SMOKES.items():
+        assert re.fullmatch(message, checks[name]["message"]), checks
+    print("\nkfctl check --smoke:", "; ".join(checks[n]["message"] for n in SMOKES))
     assert smoke_leftovers(platform.api) == []
 
 

@@ -20,6 +20,8 @@ from kfctl.k8s.api import ApiError
 from kfctl.objects import ObjectKey
 
 TFJOB_NS = "kfctl-smoke-test-tfjob"
+PYTORCHJOB_NS = "kfctl-smoke-test-pytorchjob"
+JOB_KINDS = ("TFJob", "PyTorchJob", "TrainJob")
 TRAINJOB_NS = "kfctl-smoke-test-trainjob"
 HINT_NOT_DONE = (
     "is training-operator running (kfctl status APPDIR)? A Pending pod names what it waits for; a longer "
@@ -33,6 +35,7 @@ HINT_FAILED = (
 def cluster() -> FakeCluster:
     c = FakeCluster()
     c.put(served_crd("kubeflow.org", "TFJob", "tfjobs"))
+    c.put(served_crd("kubeflow.org", "PyTorchJob", "pytorchjobs"))
     c.put(served_crd("trainer.kubeflow.org", "TrainJob", "trainjobs"))
     return c
 
@@ -63,14 +66,24 @@ def nothing(_c: FakeCluster) -> None:
     """An operator that is not running."""
 
 
-def run(c: FakeCluster, operator: Operator, components: set[str], *, timeout: float = 10.0) -> CheckReport:
-    """Run the smoke checks of ``components`` with a clock that moves a second per sleep; the first sleep once
-    the job exists lets ``operator`` act."""
+def run(
+    c: FakeCluster,
+    operator: Operator,
+    components: set[str],
+    *,
+    timeout: float = 10.0,
+    only: str = "",
+    profiles: Operator = lambda _c: None,
+) -> CheckReport:
+    """Run the smoke checks of ``components`` (``only`` the one named, if given) with a clock that moves a second
+    per sleep; the first sleep once the job exists lets ``operator`` act; every sleep lets ``profiles`` (the
+    profile controller) act."""
     now = [0.0]
     acted = [False]
 
     def sleep(seconds: float) -> None:
-        if not acted[0] and any(k.kind in ("TFJob", "TrainJob") for k in c.objects):
+        profiles(c)
+        if not acted[0] and any(k.kind in JOB_KINDS for k in c.objects):
             acted[0] = True
             operator(c)
         now[0] += seconds
@@ -84,7 +97,11 @@ def run(c: FakeCluster, operator: Operator, components: set[str], *, timeout: fl
         clock=lambda: now[0],
         sleep=sleep,
     )
-    checks = [ch for ch in installed_checks(sorted(components), components, smoke=True) if ch.category == "smoke"]
+    checks = [
+        ch
+        for ch in installed_checks(sorted(components), components, smoke=True)
+        if ch.category == "smoke" and (not only or ch.name == only)
+    ]
     return run_checks(checks, ctx)
 
 
@@ -180,7 +197,7 @@ def test_a_tfjob_smoke_run_ends_with_its_verdict_and_leaves_nothing(
     operator: Operator, expected: tuple[str, ...]
 ) -> None:
     c = cluster()
-    report = run(c, operator, {"training-operator"})
+    report = run(c, operator, {"training-operator"}, only="smoke-tfjob")
     [result] = report.results
     assert (result.category, result.name) == ("smoke", "smoke-tfjob")
     assert (result.verdict, result.message, result.hint) == expected
@@ -241,7 +258,9 @@ def test_a_job_is_created_once_a_webhook_that_is_still_starting_answers(
     """The operator is Ready but registers its webhook handler later (training-operator v1.9): a 404 per try."""
     c = with_a_ready_webhook(cluster())
     c.fail(ObjectKey("kubeflow.org", "TFJob", TFJOB_NS, TFJOB_NS), *[ApiError(500, NO_HANDLER)] * refusals)
-    [result] = run(c, job_ends("TFJob", "kubeflow.org", TFJOB_NS, "Succeeded"), {"training-operator"}).results
+    [result] = run(
+        c, job_ends("TFJob", "kubeflow.org", TFJOB_NS, "Succeeded"), {"training-operator"}, only="smoke-tfjob"
+    ).results
     assert (result.verdict, result.message, result.hint) == expected
     assert left_behind(c) == []
 
@@ -255,7 +274,7 @@ def test_the_job_runs_in_a_labelled_scratch_namespace_without_a_sidecar() -> Non
         seen["job"] = c.objects[ObjectKey("kubeflow.org", "TFJob", TFJOB_NS, TFJOB_NS)]
         job_ends("TFJob", "kubeflow.org", TFJOB_NS, "Succeeded")(c)
 
-    run(c, operator, {"training-operator"})
+    run(c, operator, {"training-operator"}, only="smoke-tfjob")
     assert seen["namespace"]["metadata"]["labels"] == {
         "app.kubernetes.io/managed-by": "kfctl",
         "kfctl.dev/smoke": "smoke-tfjob",
@@ -283,7 +302,7 @@ def test_a_namespace_that_does_not_go_is_named() -> None:
         c.objects[ObjectKey("", "Namespace", "", TFJOB_NS)]["metadata"]["finalizers"] = ["example.com/keep"]
         job_ends("TFJob", "kubeflow.org", TFJOB_NS, "Succeeded")(c)
 
-    [result] = run(c, operator, {"training-operator"}).results
+    [result] = run(c, operator, {"training-operator"}, only="smoke-tfjob").results
     assert (result.verdict, result.message, result.hint) == (
         "fail",
         f"TFJob {TFJOB_NS} ran to Succeeded in 1s; its namespace is deleted; but namespace {TFJOB_NS} is still there "
@@ -307,7 +326,7 @@ def test_ctrl_c_while_waiting_still_deletes_the_namespace() -> None:
     ("components", "smoke", "expected"),
     [
         ({"training-operator", "trainer"}, False, []),
-        ({"training-operator", "trainer"}, True, ["smoke-tfjob", "smoke-trainjob"]),
+        ({"training-operator", "trainer"}, True, ["smoke-tfjob", "smoke-pytorchjob", "smoke-trainjob"]),
         ({"kserve"}, True, []),
     ],
 )
@@ -316,3 +335,131 @@ def test_smoke_checks_only_with_smoke_and_only_for_installed_components(
 ) -> None:
     checks = installed_checks(sorted(components), components, smoke=smoke)
     assert [ch.name for ch in checks if ch.category == "smoke"] == expected
+
+
+def test_a_pytorchjob_runs_when_the_training_operator_is_installed_and_succeeds() -> None:
+    c = cluster()
+    seen: dict[str, Any] = {}
+
+    def operator(c: FakeCluster) -> None:
+        seen["job"] = c.objects[ObjectKey("kubeflow.org", "PyTorchJob", PYTORCHJOB_NS, PYTORCHJOB_NS)]
+        job_ends("PyTorchJob", "kubeflow.org", PYTORCHJOB_NS, "Succeeded")(c)
+
+    [result] = run(c, operator, {"training-operator"}, only="smoke-pytorchjob").results
+    assert (result.name, result.verdict, result.message) == (
+        "smoke-pytorchjob",
+        "pass",
+        f"PyTorchJob {PYTORCHJOB_NS} ran to Succeeded in 1s; its namespace is deleted",
+    )
+    [container] = seen["job"]["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"]
+    assert (container["name"], container["image"]) == ("pytorch", "docker.io/library/busybox:1.36.1")
+    assert left_behind(c) == []
+
+
+# --- In a user's namespace: the cluster serves Kubeflow's Profile ------------------------------------------------
+PROFILE = ObjectKey("kubeflow.org", "Profile", "", TFJOB_NS)
+OWNER = "kfctl-smoke@example.invalid"
+HINT_NOT_TAKEN = (
+    f"is the profile controller running (kfctl status APPDIR)? kubectl describe profile {TFJOB_NS} shows what it did"
+)
+
+
+def with_profiles() -> FakeCluster:
+    c = cluster()
+    crd = served_crd("kubeflow.org", "Profile", "profiles")
+    crd["spec"]["scope"] = "Cluster"
+    c.put(crd)
+    return c
+
+
+def takes(c: FakeCluster) -> None:
+    """The profile controller: once a Profile exists, its ServiceAccount in the Profile's namespace."""
+    if PROFILE in c.objects and ObjectKey("", "ServiceAccount", TFJOB_NS, "default-editor") not in c.objects:
+        c.put(obj("v1", "ServiceAccount", "default-editor", TFJOB_NS))
+
+
+def refuses(c: FakeCluster) -> None:
+    """The profile controller when the namespace's owner annotation names someone else."""
+    if PROFILE in c.objects:
+        message = f"namespace already exist, but not owned by profile creator {OWNER}"
+        c.objects[PROFILE]["status"] = {"conditions": [{"type": "Failed", "message": message}]}
+
+
+def takes_and_keeps(c: FakeCluster) -> None:
+    """The profile controller, with a finalizer it never removes (it stopped after taking the Profile)."""
+    takes(c)
+    if PROFILE in c.objects:
+        c.objects[PROFILE]["metadata"]["finalizers"] = ["profile-finalizer"]
+
+
+@pytest.mark.parametrize(
+    ("profiles", "expected"),
+    [
+        pytest.param(
+            takes,
+            (
+                "pass",
+                f"TFJob {TFJOB_NS} ran to Succeeded in 1s in Profile {TFJOB_NS}'s namespace; both are deleted",
+                "",
+            ),
+            id="taken",
+        ),
+        pytest.param(
+            lambda _c: None,
+            (
+                "fail",
+                f"the profile controller did not take Profile {TFJOB_NS} within 60s (no ServiceAccount default-editor "
+                "in its namespace)",
+                HINT_NOT_TAKEN,
+            ),
+            id="no controller",
+        ),
+        pytest.param(
+            refuses,
+            (
+                "fail",
+                f"the profile controller refused Profile {TFJOB_NS}: namespace already exist, but not owned by "
+                f"profile creator {OWNER}",
+                HINT_NOT_TAKEN,
+            ),
+            id="refused",
+        ),
+        pytest.param(
+            takes_and_keeps,
+            (
+                "fail",
+                f"TFJob {TFJOB_NS} ran to Succeeded in 1s in Profile {TFJOB_NS}'s namespace; both are deleted; but "
+                f"Profile {TFJOB_NS} is still there 120s after its deletion",
+                f"kubectl get all -n {TFJOB_NS} names what keeps it; a finalizer whose controller is gone is the "
+                "usual cause",
+            ),
+            id="profile kept",
+        ),
+    ],
+)
+def test_with_profiles_the_job_runs_in_a_profiles_namespace(profiles: Operator, expected: tuple[str, ...]) -> None:
+    c = with_profiles()
+    operator = job_ends("TFJob", "kubeflow.org", TFJOB_NS, "Succeeded")
+    [result] = run(c, operator, {"training-operator"}, only="smoke-tfjob", profiles=profiles).results
+    assert (result.verdict, result.message, result.hint) == expected
+    if result.verdict == "pass":
+        assert left_behind(c) == []
+
+
+def test_the_profiles_namespace_is_kfctls_own_with_the_owner_the_controller_adopts() -> None:
+    """The namespace is made first, naming the Profile's owner (the controller adopts such a namespace and adds
+    only the labels it lacks, so istio-injection stays disabled); then the Profile."""
+    c = with_profiles()
+    seen: dict[str, Any] = {}
+
+    def operator(c: FakeCluster) -> None:
+        seen["namespace"] = c.objects[ObjectKey("", "Namespace", "", TFJOB_NS)]
+        seen["profile"] = c.objects[PROFILE]
+        job_ends("TFJob", "kubeflow.org", TFJOB_NS, "Succeeded")(c)
+
+    run(c, operator, {"training-operator"}, only="smoke-tfjob", profiles=takes)
+    assert seen["namespace"]["metadata"]["annotations"] == {"owner": OWNER}
+    assert seen["namespace"]["metadata"]["labels"]["istio-injection"] == "disabled"
+    assert seen["profile"]["spec"] == {"owner": {"kind": "User", "name": OWNER}}
+    assert seen["profile"]["metadata"]["labels"] == {"kfctl.dev/smoke": "smoke-tfjob"}
+    assert PROFILE not in c.objects

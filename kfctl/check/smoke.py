@@ -1,14 +1,16 @@
 """`kfctl check --smoke`: a tiny training job actually run to its end, the one proof that a dry run cannot give —
 the operator reconciles, its pods are scheduled, they run and the operator writes the verdict.
 
-Each scenario runs in a scratch namespace of its own (``kfctl-smoke-<suffix>-<check>``), made for it and deleted
-after it whatever happens: on success, on failure, on a timeout and on Ctrl-C (the namespace is deleted in a
-``finally`` before the interrupt goes on). The deletion is waited for, so "leaves nothing behind" is checked, not
-hoped: a namespace still there when the wait ends is named in the outcome.
+Each scenario runs in a namespace of its own (``kfctl-smoke-<suffix>-<check>``): a Profile's, a user's namespace,
+when the cluster has Kubeflow's profiles, a plain scratch namespace otherwise (`smoke_namespace` says why and how).
+It is made for the job and deleted after it whatever happens: on success, on failure, on a timeout and on Ctrl-C
+(deleted in a ``finally`` before the interrupt goes on). The deletion is waited for, so "leaves nothing behind" is
+checked, not hoped: a namespace or Profile still there when the wait ends is named in the outcome.
 
 The jobs run busybox (a few MB to pull) and echo one line: the operator does not look at the image, and a
 smoke test should not wait minutes for a framework image. The namespace is labelled ``istio-injection:
 disabled``: with Istio's sidecar injected, a job's pod never completes, because the sidecar keeps running.
+The TFJob and PyTorchJob run on the training operator (v1), the TrainJob on Trainer (v2).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kfctl.check import samples
+from kfctl.check import samples, smoke_namespace
 from kfctl.check.admission import rejected, while_settling
 from kfctl.check.model import InstalledContext, Outcome
 from kfctl.k8s.api import ApiError
@@ -26,11 +28,12 @@ from kfctl.objects import Obj
 IMAGE = "docker.io/library/busybox:1.36.1"
 COMMAND = ["sh", "-c", "echo kfctl smoke test"]
 NAMESPACE_PREFIX = "kfctl-smoke-"
-# How long the scratch namespace may take to go once deleted (its pods' grace periods, the operators' finalizers).
-CLEANUP_TIMEOUT = 120.0
 POLL_INTERVAL = 1.0
 HINT_STUCK_NAMESPACE = (
     "kubectl get all -n {namespace} names what keeps it; a finalizer whose controller is gone is the usual cause"
+)
+HINT_NOT_TAKEN = (
+    "is the profile controller running (kfctl status APPDIR)? kubectl describe profile {name} shows what it did"
 )
 
 
@@ -38,7 +41,7 @@ HINT_STUCK_NAMESPACE = (
 class Scenario:
     component: str  # the catalog component whose operator must run it
     check: str
-    job: Obj  # created in the scratch namespace as ``{metadata.name}`` = the scratch namespace's name
+    job: Obj  # created in its namespace, named as the namespace is
     succeeded: str  # the condition type that says it ran to its end
     failed: str = "Failed"
 
@@ -47,22 +50,34 @@ class Scenario:
         return str(self.job["kind"])
 
 
+def _one_replica(container: str) -> Obj:
+    """One replica of a training-operator job, its container named as the operator's webhook requires."""
+    return {
+        "replicas": 1,
+        "restartPolicy": "Never",
+        "template": {"spec": {"containers": [{"name": container, "image": IMAGE, "command": COMMAND}]}},
+    }
+
+
 TFJOB = Scenario(
     "training-operator",
     "smoke-tfjob",
     {
         "apiVersion": "kubeflow.org/v1",
         "kind": "TFJob",
-        "spec": {
-            "tfReplicaSpecs": {
-                "Worker": {
-                    "replicas": 1,
-                    "restartPolicy": "Never",
-                    # The operator's webhook requires a container named "tensorflow".
-                    "template": {"spec": {"containers": [{"name": "tensorflow", "image": IMAGE, "command": COMMAND}]}},
-                }
-            }
-        },
+        "spec": {"tfReplicaSpecs": {"Worker": _one_replica("tensorflow")}},
+    },
+    succeeded="Succeeded",
+)
+
+PYTORCHJOB = Scenario(
+    "training-operator",
+    "smoke-pytorchjob",
+    {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        # A Master alone: the operator sets its MASTER_ADDR to itself and WORLD_SIZE to 1.
+        "spec": {"pytorchReplicaSpecs": {"Master": _one_replica("pytorch")}},
     },
     succeeded="Succeeded",
 )
@@ -82,7 +97,7 @@ TRAINJOB = Scenario(
     succeeded="Complete",
 )
 
-SCENARIOS: tuple[Scenario, ...] = (TFJOB, TRAINJOB)
+SCENARIOS: tuple[Scenario, ...] = (TFJOB, PYTORCHJOB, TRAINJOB)
 
 
 def smoke_run(scenario: Scenario) -> Callable[[InstalledContext], Outcome]:
@@ -95,33 +110,22 @@ def smoke_run(scenario: Scenario) -> Callable[[InstalledContext], Outcome]:
 
 
 def _run(ctx: InstalledContext, scenario: Scenario) -> Outcome:
-    namespace = f"{NAMESPACE_PREFIX}{ctx.suffix}-{scenario.check.removeprefix('smoke-')}"
-    cluster = ctx.cluster
-    cluster.create(
-        {
-            "apiVersion": "v1",
-            "kind": "Namespace",
-            "metadata": {
-                "name": namespace,
-                "labels": {
-                    "app.kubernetes.io/managed-by": "kfctl",
-                    "kfctl.dev/smoke": scenario.check,
-                    "istio-injection": "disabled",
-                },
-            },
-        }
-    )
+    made = smoke_namespace.choose(ctx, f"{NAMESPACE_PREFIX}{ctx.suffix}-{scenario.check.removeprefix('smoke-')}")
     try:
-        outcome = _run_job(ctx, scenario, namespace)
+        smoke_namespace.create(ctx, made, scenario.check)
+        outcome = _run_job(ctx, scenario, made)
+    except smoke_namespace.NotTaken as e:
+        outcome = Outcome("fail", str(e), HINT_NOT_TAKEN.format(name=made.name))
     finally:
-        leftover = _delete_namespace(ctx, namespace)
+        leftover = smoke_namespace.delete(ctx, made)
     if leftover:
-        hint = HINT_STUCK_NAMESPACE.format(namespace=namespace)
+        hint = HINT_STUCK_NAMESPACE.format(namespace=made.name)
         return Outcome("fail", f"{outcome.message}; but {leftover}", hint)
     return outcome
 
 
-def _run_job(ctx: InstalledContext, scenario: Scenario, namespace: str) -> Outcome:
+def _run_job(ctx: InstalledContext, scenario: Scenario, made: smoke_namespace.SmokeNamespace) -> Outcome:
+    namespace = made.name
     job = {**scenario.job, "metadata": {"name": namespace, "namespace": namespace}}
     what = f"{scenario.kind} {namespace}"
     api_version = str(job["apiVersion"])
@@ -135,7 +139,7 @@ def _run_job(ctx: InstalledContext, scenario: Scenario, namespace: str) -> Outco
         conditions = {c.get("type"): c for c in (live.get("status") or {}).get("conditions") or []}
         took = ctx.clock() - start
         if _true(conditions.get(scenario.succeeded)):
-            return Outcome("pass", f"{what} ran to {scenario.succeeded} in {took:.0f}s; its namespace is deleted")
+            return Outcome("pass", f"{what} ran to {scenario.succeeded} in {took:.0f}s{made.where}")
         if _true(conditions.get(scenario.failed)):
             reason = conditions[scenario.failed].get("message") or conditions[scenario.failed].get("reason") or ""
             pods = _pods(ctx, namespace)
@@ -185,17 +189,3 @@ def _pod_state(pod: Obj) -> str:
                 f": {t['message']}" if t.get("message") else ""
             )
     return phase
-
-
-def _delete_namespace(ctx: InstalledContext, namespace: str) -> str:
-    """Delete the scratch namespace and wait until it is gone; what is left when the wait ends ("" if nothing)."""
-    try:
-        ctx.cluster.delete("v1", "Namespace", namespace="", name=namespace)
-    except ApiError as e:
-        return f"namespace {namespace} could not be deleted: {e}"
-    deadline = ctx.clock() + CLEANUP_TIMEOUT
-    while ctx.cluster.get("v1", "Namespace", namespace="", name=namespace) is not None:
-        if ctx.clock() >= deadline:
-            return f"namespace {namespace} is still there {CLEANUP_TIMEOUT:.0f}s after its deletion"
-        ctx.sleep(POLL_INTERVAL)
-    return ""

@@ -42,8 +42,8 @@ def _names(_ctx: click.Context, _param: click.Parameter, value: tuple[str, ...])
 @click.option(
     "--smoke",
     is_flag=True,
-    help="Also run a tiny job to its end per installed training component (SMOKES), in a scratch namespace "
-    "deleted afterwards (also on Ctrl-C).",
+    help="Also run tiny jobs to their end (SMOKES), each in a namespace of its own deleted after it (also on "
+    "Ctrl-C).",
 )
 @click.option(
     "--smoke-timeout",
@@ -74,8 +74,8 @@ def check(
     resource through its webhooks: PROBES. A failed probe says why (kind not served, Service missing, backend
     not ready, CA bundle not injected, or the webhook's denial, quoted).
 
-    --smoke also runs a TFJob and a TrainJob (where installed or served) to their end, each in a scratch
-    namespace kfctl-smoke-… deleted afterwards. Nothing else is written to the cluster.
+    --smoke also runs a TFJob, a PyTorchJob and a TrainJob (where served) to their end, each in a
+    namespace kfctl-smoke-… (a Profile's where profiles are served), deleted afterwards.
 
     --pre renders APPDIR (unless --skip-generate), then checks: CHECKS.
 
