@@ -25,6 +25,8 @@ OPERATOR = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: operator-config, n
 BOTH = {"common": f"{SHARED}---\n{COMMON}", "training-operator": f"{OPERATOR}---\n{SHARED}"}
 SHARED_KEY = ObjectKey("rbac.authorization.k8s.io", "ClusterRole", "", "shared")
 OPERATOR_KEY = ObjectKey("", "ConfigMap", "kubeflow", "operator-config")
+# The line under a table that counts per application (apply, apply --dry-run, diff, delete, status).
+NOTE = "1 object(s) shared by several applications are counted under each, once in the total"
 
 
 def written(app_dir: Path, rendered: dict[str, str] = BOTH) -> Path:

@@ -16,13 +16,12 @@ from pathlib import Path
 
 import pytest
 from fakecluster import FakeCluster
-from shared_apps import COMMON, OPERATOR, SHARED_KEY, install, with_namespace, written
+from shared_apps import COMMON, NOTE, OPERATOR, SHARED_KEY, install, with_namespace, written
 
 from kfctl.cli import apply_cmd
 from kfctl.cli.main import main
 
 HEAD = "APPLICATION        CREATED  CONFIGURED  UNCHANGED  PRUNED  RECREATE  PENDING  FOREIGN  DENIED"
-NOTE = "1 object(s) shared by several applications are counted under each, once in the total"
 SHARED = "ClusterRole.rbac.authorization.k8s.io shared"
 DONE = "(server-side dry run: nothing persisted)"
 RULE = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "delete"]}]  # by hand

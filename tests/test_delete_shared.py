@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from fakecluster import FakeCluster
-from shared_apps import COMMON, OPERATOR, SHARED_KEY, install, with_namespace, written
+from shared_apps import COMMON, NOTE, OPERATOR, SHARED_KEY, install, with_namespace, written
 
 from kfctl.app.delete import DeleteSummary, delete_kfdef
 from kfctl.catalog.load import load_catalog
@@ -30,7 +30,6 @@ from kfctl.engine import labels
 from kfctl.engine.events import Event, EventLog
 
 SHARED = "ClusterRole.rbac.authorization.k8s.io shared"
-NOTE = "1 object(s) shared by several applications are counted under each, once in the total"
 T0 = 1_000.0
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from fakecluster import FakeCluster
-from shared_apps import COMMON, OPERATOR, OPERATOR_KEY, SHARED_KEY, install, with_namespace, written
+from shared_apps import COMMON, NOTE, OPERATOR, OPERATOR_KEY, SHARED_KEY, install, with_namespace, written
 
 from kfctl.app.diff import diff_kfdef
 from kfctl.catalog.load import load_catalog
@@ -23,7 +23,6 @@ from kfctl.config.loader import load_kfdef
 from kfctl.objects import ObjectKey
 
 HEAD = "APPLICATION        ADDED  CHANGED  REMOVED  RECREATE  UNCHANGED"
-NOTE = "1 object(s) shared by several applications are counted under each, once in the total"
 
 
 def counts(create: int = 0, update: int = 0, prune: int = 0, unchanged: int = 0) -> dict[str, int]:

@@ -1,7 +1,8 @@
 """An object two applications render is applied once (kfctl.plan.duplicates) but belongs to both: `kfctl status`
 counts it under each application that renders it, and once among the objects, as apply's end table counts it
 under each and once in the run's totals (issue 29 item 6; application_rows alone: test_plan_critical). Table:
-which object is unhealthy after the install → each application's health, and the objects as status lists them.
+which object is unhealthy after the install → each application's health, and the objects as status lists them;
+the text (a line under the applications says how many objects are shared) and -o json's ``shared``.
 
 Hermetic: tests/shared_apps.py's `common` and `training-operator`, both rendering the ClusterRole `shared`,
 applied to the fake cluster.
@@ -9,15 +10,18 @@ applied to the fake cluster.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from fakecluster import FakeCluster
-from shared_apps import OPERATOR_KEY, SHARED_KEY, install, with_namespace, written
+from shared_apps import NOTE, OPERATOR_KEY, SHARED_KEY, install, with_namespace, written
 
 from kfctl.app.apply import ApplySummary
 from kfctl.app.status import status_of
 from kfctl.catalog.load import load_catalog
+from kfctl.cli import status_cmd
+from kfctl.cli.main import main
 from kfctl.config.loader import load_kfdef
 from kfctl.engine import inventory
 from kfctl.health.model import Health
@@ -93,3 +97,61 @@ def test_the_inventory_records_who_else_renders_an_object_and_reads_records_with
     }
     unshared = inventory.Member(OPERATOR_KEY, "training-operator", "u1")
     assert "alsoIn" not in unshared.as_dict(), "a record of an earlier version reads and compares the same"
+
+
+@pytest.mark.parametrize(
+    ("missing", "code", "out"),
+    [
+        pytest.param(
+            None,
+            0,
+            [
+                "APPLICATION            STATE        DETAIL",
+                "common                 ready        2 objects ready",
+                "training-operator      ready        2 objects ready",
+                NOTE,
+                "",
+                "OBJECT                                                            STATE        DETAIL",
+                "ConfigMap kubeflow/common-config                                   ready        applied",
+                "ClusterRole.rbac.authorization.k8s.io shared                       ready        applied",
+                "ConfigMap kubeflow/operator-config                                 ready        applied",
+            ],
+            id="all ready: under each application, once among the objects",
+        ),
+        pytest.param(
+            SHARED_KEY,
+            8,
+            [
+                "APPLICATION            STATE        DETAIL",
+                "common                 failed       1 failed of 2",
+                "training-operator      failed       1 failed of 2",
+                NOTE,
+                "",
+                "OBJECT                                                            STATE        DETAIL",
+                "ConfigMap kubeflow/common-config                                   ready        applied",
+                "ClusterRole.rbac.authorization.k8s.io shared                       failed       missing",
+                "ConfigMap kubeflow/operator-config                                 ready        applied",
+            ],
+            id="the shared object gone: failed in both, one object not healthy",
+        ),
+    ],
+)
+def test_the_text_counts_a_shared_object_under_each_application_and_says_so(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    missing: ObjectKey | None,
+    code: int,
+    out: list[str],
+) -> None:
+    cluster, path, _ = installed(tmp_path)
+    if missing is not None:
+        cluster.objects.pop(missing)
+    monkeypatch.setattr(status_cmd, "open_cluster", lambda **_: cluster)
+    capsys.readouterr()
+    assert main(["status", str(path.parent), "--all"]) == code
+    printed = capsys.readouterr()
+    assert printed.out.splitlines() == out
+    assert ("1 object(s) are not healthy" in printed.err) == bool(code)
+    assert main(["status", str(path.parent), "-o", "json"]) == code
+    assert json.loads(capsys.readouterr().out)["shared"] == 1

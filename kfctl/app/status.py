@@ -59,6 +59,11 @@ class StatusReport:
         return out
 
     @property
+    def shared(self) -> int:
+        """Objects several applications render: under each in by_application, once among the objects."""
+        return sum(1 for o in self.objects if o.also_in)
+
+    @property
     def healthy(self) -> bool:
         return (
             self.applied
@@ -86,6 +91,7 @@ class StatusReport:
                 for o in self.objects
             ],
             "secrets": [s.as_dict() for s in self.secrets],
+            "shared": self.shared,
         }
 
 

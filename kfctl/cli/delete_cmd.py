@@ -71,7 +71,8 @@ def delete(
 
     On a terminal it first says how many objects it would delete and keep, and asks (--yes skips the
     question; with stdin not a terminal, as in scripts and CI, it does not ask). --dry-run lists each
-    object's verdict and deletes nothing.
+    object's verdict and deletes nothing. An object several applications render counts under each of
+    them in the live view, once in the total.
 
     \b
     Examples:

@@ -10,7 +10,7 @@ from kfctl.app.cluster import open_cluster
 from kfctl.app.status import status_of
 from kfctl.catalog.load import load_catalog
 from kfctl.cli.options import get_options, global_options
-from kfctl.cli.output import emit
+from kfctl.cli.output import emit, shared_note
 from kfctl.cli.target import kfdef_target, resolve_kfdef
 from kfctl.errors import HealthError
 
@@ -21,6 +21,8 @@ from kfctl.errors import HealthError
 @global_options
 def status(app_dir: Path | None, kfdef_file: Path | None, show_all: bool) -> None:
     """Show the health of every application and object kfctl applied (exit 8 if any is unhealthy).
+
+    An object several applications render counts under each of them, once among the objects.
 
     \b
     Example:
@@ -37,6 +39,8 @@ def status(app_dir: Path | None, kfdef_file: Path | None, show_all: bool) -> Non
     lines = ["APPLICATION            STATE        DETAIL"]
     for app, h in report.by_application().items():
         lines.append(f"{app:<22} {h.state:<12} {h.message}")
+    if report.shared:
+        lines.append(shared_note(report.shared))
     shown = [o for o in report.objects if show_all or not o.health.ready]
     if shown:
         lines.append("")
