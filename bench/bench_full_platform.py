@@ -12,6 +12,9 @@ an order that rotates from run to run:
   than kfctl's: no StatefulSet, Certificate or webhook is waited for);
 - kapp: `kapp deploy -a kf -f all.yaml -y` with its defaults.
 
+For kfctl and kapp, the readiness critical path the server recorded and each side's overhead over it, as for B6
+(bench_platform.readiness).
+
 The real operators the process runtime has binaries for run on every side alike, and the stand-in plays the
 webhooks whose servers cannot be built here (testbed/kfctl_testbed/standin.py).
 """
@@ -27,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from bench_platform import PlatformFigures, kapp_install, kfctl_install, upstream_install
+from bench_platform import PlatformFigures, kapp_install, kfctl_install, plan_graph, upstream_install
 from benchlib import REPO, AuditLog, Samples, fresh_cluster, kfctl_argv, log, run_measured
 from kfctl_testbed import fileserver, gitserver, upstream_mirror
 
@@ -83,6 +86,7 @@ def prepare_app(root: Path) -> tuple[Path, Path, dict[str, Any]]:
     all_yaml.write_text(yaml.safe_dump_all(objects, sort_keys=False))
     info = {
         "objects": len(objects),
+        "graph": plan_graph(app),
         "applications": len(doc["spec"]["applications"]),
         "crds": [o["metadata"]["name"] for o in objects if o["kind"] == "CustomResourceDefinition"],
         "deployments": sorted(
@@ -105,7 +109,7 @@ def measure(root: Path, *, runs: int) -> FullPlatformFigures:
             audit = AuditLog()
             with fresh_cluster(f"b10-{side}", audit=audit) as kc:
                 if side == "kfctl":
-                    kfctl_install(kc, app, audit, figs)
+                    kfctl_install(kc, app, audit, figs, graph=info["graph"])
                     log(f"B10 run {i + 1}: kfctl {figs.kfctl.values[-1]:.1f}s, re-apply {figs.reapply.values[-1]:.1f}s")
                 elif side == "upstream":
                     figs.upstream.add(upstream_install(kc, all_yaml, info, figs))
@@ -113,6 +117,6 @@ def measure(root: Path, *, runs: int) -> FullPlatformFigures:
                         f"B10 run {i + 1}: upstream {figs.upstream.values[-1]:.1f}s ({figs.upstream_passes[-1]} passes)"
                     )
                 else:
-                    kapp_install(kc, all_yaml, audit, figs)
+                    kapp_install(kc, all_yaml, audit, figs, graph=info["graph"])
                     log(f"B10 run {i + 1}: kapp {figs.kapp.values[-1]:.1f}s")
     return out

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import readiness_path
 import yaml
 from benchlib import (
     AuditLog,
@@ -87,6 +88,14 @@ class PlatformFigures:
     check: Samples = field(default_factory=Samples)  # B9: kfctl check of the installed platform
     check_peer: Samples = field(default_factory=Samples)  # B9 peer: kubectl wait + dry-run creates
     check_verdicts: list[str] = field(default_factory=list)
+    scheduling_p95: Samples = field(default_factory=Samples)
+    # The readiness critical path the server recorded (bench/readiness_path.py) and each side's overhead over it
+    kfctl_path: Samples = field(default_factory=Samples)
+    kfctl_overhead: Samples = field(default_factory=Samples)
+    kfctl_chains: list[str] = field(default_factory=list)
+    kapp_path: Samples = field(default_factory=Samples)
+    kapp_overhead: Samples = field(default_factory=Samples)
+    kapp_chains: list[str] = field(default_factory=list)
 
 
 def prepare_app(root: Path) -> tuple[Path, Path, Path, Path, dict[str, Any]]:
@@ -104,6 +113,7 @@ def prepare_app(root: Path) -> tuple[Path, Path, Path, Path, dict[str, Any]]:
         (root / f"{name}.yaml").write_text(yaml.safe_dump_all(objs, sort_keys=False))
     info = {
         "objects": len(objects),
+        "graph": plan_graph(app),
         "components": [a["name"] for a in doc["spec"]["applications"]],
         "crds": [o["metadata"]["name"] for o in crds],
         "deployments": sorted(
@@ -113,6 +123,51 @@ def prepare_app(root: Path) -> tuple[Path, Path, Path, Path, dict[str, Any]]:
         ),
     }
     return app, root / "all.yaml", root / "crds.yaml", root / "rest.yaml", info
+
+
+def plan_graph(app: Path) -> readiness_path.Graph:
+    """The apply plan's steps and edges, from `kfctl plan` of what generate rendered. Untimed."""
+    out = run_measured(kfctl_argv("plan", str(app), "--skip-generate", "-o", "json")).check()
+    return readiness_path.plan_graph(json.loads(out.stdout))
+
+
+# What may record a Ready transition besides custom resources: workloads (by their pods), CRDs, APIServices, Jobs.
+_BUILTIN_READY = ("pods", "deployments.apps", "statefulsets.apps", "daemonsets.apps", "jobs.batch")
+_BUILTIN_GROUPS = frozenset(
+    {
+        "",
+        "apps",
+        "batch",
+        "policy",
+        "autoscaling",
+        "rbac.authorization.k8s.io",
+        "networking.k8s.io",
+        "storage.k8s.io",
+        "scheduling.k8s.io",
+        "admissionregistration.k8s.io",
+        "coordination.k8s.io",
+        "node.k8s.io",
+    }
+)
+
+
+def readiness(kc: str, graph: readiness_path.Graph, wall: float) -> readiness_path.CriticalPath:
+    """Read the objects' Ready transitions back from the cluster (after the side finished, untimed) and lay them
+    along the plan: the critical path as the server saw it."""
+    kinds = sorted({(g, k) for g, k, _, _ in graph.objects.values() if g not in _BUILTIN_GROUPS})
+    resources = [*_BUILTIN_READY, *(f"{k.lower()}.{g}" for g, k in kinds)]
+    items: list[dict[str, Any]] = []
+    got = _kubectl(kc, "get", ",".join(resources), "-A", "-o", "json")
+    if got.code == 0:
+        items = json.loads(got.stdout)["items"]
+    else:  # a kind the cluster does not serve: read the others one by one
+        for r in resources:
+            one = _kubectl(kc, "get", r, "-A", "-o", "json")
+            if one.code == 0:
+                items += json.loads(one.stdout)["items"]
+    path = readiness_path.critical_path(graph, readiness_path.timelines(items))
+    log(f"readiness path {path.describe()}; overhead {path.overhead(wall):.1f}s of {wall:.1f}s")
+    return path
 
 
 def _kubectl(kc: str, *args: str) -> Measured:
@@ -169,10 +224,18 @@ def presorted_install(kc: str, crds_yaml: Path, rest_yaml: Path, info: dict[str,
     return time.perf_counter() - start
 
 
-def kapp_install(kc: str, all_yaml: Path, audit: AuditLog, figs: PlatformFigures) -> None:
-    """B6/B6' peer: kapp deploy of the same bytes with its defaults, then again with nothing changed."""
+def kapp_install(
+    kc: str, all_yaml: Path, audit: AuditLog, figs: PlatformFigures, *, graph: readiness_path.Graph | None = None
+) -> None:
+    """B6/B6' peer: kapp deploy of the same bytes with its defaults, then again with nothing changed; with the
+    plan's ``graph``, the readiness path the server recorded in between."""
     argv = [kapp(), "deploy", "-a", "kf", "-f", str(all_yaml), "-y", "--kubeconfig", kc]
     first = run_measured(argv, timeout=1800).check()
+    if graph is not None:
+        path = readiness(kc, graph, first.seconds)
+        figs.kapp_path.add(path.seconds)
+        figs.kapp_overhead.add(path.overhead(first.seconds))
+        figs.kapp_chains.append(path.describe())
     mark = audit.mark()
     again = run_measured(argv, timeout=1800).check()
     figs.kapp.add(first.seconds)
@@ -181,8 +244,17 @@ def kapp_install(kc: str, all_yaml: Path, audit: AuditLog, figs: PlatformFigures
     figs.kapp_noop_requests.append(audit.requests("kapp", since=mark))
 
 
-def kfctl_install(kc: str, app: Path, audit: AuditLog, figs: PlatformFigures) -> None:
+def kfctl_install(
+    kc: str, app: Path, audit: AuditLog, figs: PlatformFigures, *, graph: readiness_path.Graph | None = None
+) -> None:
+    """The kfctl side: a first apply, then the no-op re-apply; with the plan's ``graph``, the readiness path
+    the server recorded in between."""
     first = run_measured(kfctl_argv("apply", str(app), "--skip-generate", "-o", "json", "--kubeconfig", kc)).check()
+    if graph is not None:
+        path = readiness(kc, graph, first.seconds)
+        figs.kfctl_path.add(path.seconds)
+        figs.kfctl_overhead.add(path.overhead(first.seconds))
+        figs.kfctl_chains.append(path.describe())
     mark = audit.mark()
     again = run_measured(kfctl_argv("apply", str(app), "--skip-generate", "-o", "json", "--kubeconfig", kc)).check()
     figs.kfctl_requests.append(audit.requests("kfctl", until=mark))
@@ -193,6 +265,7 @@ def kfctl_install(kc: str, app: Path, audit: AuditLog, figs: PlatformFigures) ->
     if latency:
         figs.scheduling_median.add(float(latency["median"]))
         figs.scheduling_max.add(float(latency["max"]))
+        figs.scheduling_p95.add(float(latency["p95"]))
     events = [d for d in first.json_lines() if "event" in d]
     applied = [d["ts"] for d in events if d["event"] in ("Created", "Configured", "Unchanged")]
     # Events carry wall-clock stamps; the process took `seconds` and its last event came just before exit.
@@ -250,7 +323,7 @@ def measure(
             audit = AuditLog()
             with fresh_cluster(side, audit=audit) as kc:
                 if side == "kfctl":
-                    kfctl_install(kc, app, audit, figs)
+                    kfctl_install(kc, app, audit, figs, graph=info["graph"])
                     log(
                         f"run {i + 1}: kfctl {figs.kfctl.values[-1]:.1f}s ({figs.kfctl_requests[-1].total} requests), "
                         f"re-apply {figs.reapply.values[-1]:.1f}s"
@@ -262,7 +335,7 @@ def measure(
                             f"kubectl {figs.check_peer.values[-1]:.1f}s"
                         )
                 elif side == "kapp":
-                    kapp_install(kc, all_yaml, audit, figs)
+                    kapp_install(kc, all_yaml, audit, figs, graph=info["graph"])
                     log(
                         f"run {i + 1}: kapp {figs.kapp.values[-1]:.1f}s ({figs.kapp_requests[-1].total} requests), "
                         f"no-op {figs.kapp_noop.values[-1]:.1f}s"

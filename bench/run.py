@@ -86,6 +86,52 @@ def platform_vs_kapp(p: bench_platform.PlatformFigures, what: str) -> list[tuple
     ]
 
 
+def readiness_rows(
+    p: bench_platform.PlatformFigures, label: str, what: str, *, with_kapp: bool
+) -> list[tuple[str, str, str, str, str, str, str]]:
+    """Goal L (issue 32): each side's overhead over the readiness critical path the API server recorded
+    (bench/readiness_path.py), and goal S: kfctl's scheduling latency, p50/p95/max per run."""
+
+    def side(wall: Samples, path: Samples, overhead: Samples) -> str:
+        share = Samples([o / x for o, x in zip(overhead.values, path.values, strict=True) if x > 0])
+        return (
+            f"{wall.describe()} s = path {path.describe('{:.0f}')} s + overhead {overhead.describe('{:.1f}')} s "
+            f"({share.describe('{:.0%}')} of the path)"
+        )
+
+    rows = []
+    if p.kfctl_path.values:
+        shares = [o / x for o, x in zip(p.kfctl_overhead.values, p.kfctl_path.values, strict=True) if x > 0]
+        kapp = with_kapp and bool(p.kapp_path.values)
+        rows.append(
+            (
+                f"{label} overhead over readiness path",
+                f"kfctl apply: {side(p.kfctl, p.kfctl_path, p.kfctl_overhead)}",
+                f"kapp deploy: {side(p.kapp, p.kapp_path, p.kapp_overhead)}" if kapp else "-",
+                ratio(p.kfctl_overhead, p.kapp_overhead) + " (overheads)" if kapp else "",
+                "≤ 10 % of the path",
+                verdict(bool(shares) and statistics.median(shares) <= 0.10),
+                f"{what}; server timestamps, 1 s resolution; kfctl's path (last run) "
+                f"{p.kfctl_chains[-1]}" + (f"; kapp's {p.kapp_chains[-1]}" if kapp else ""),
+            )
+        )
+    if p.scheduling_p95.values:
+        ok = p.scheduling_p95.median <= 0.5 and p.scheduling_max.median <= 1.0
+        rows.append(
+            (
+                f"{label} scheduling latency",
+                f"p50 {p.scheduling_median.describe('{:.2f}')} s, p95 {p.scheduling_p95.describe('{:.2f}')} s, "
+                f"max {p.scheduling_max.describe('{:.2f}')} s",
+                "last dependency ready → dependent applied, per run",
+                "",
+                "p95 ≤ 0.5 s, max ≤ 1 s",
+                verdict(ok),
+                what,
+            )
+        )
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3, help="runs per benchmark (medians need ≥ 3)")
@@ -166,6 +212,8 @@ def main() -> int:
                 )
             if "B6" in only:
                 rows += platform_vs_kapp(p, what)
+            if only & {"B1", "B6"}:
+                rows += readiness_rows(p, "L", what, with_kapp="B6" in only)
             if only & {"B6", "B7"}:
                 per_object = [r.total / p.objects for r in p.kfctl_requests]
                 rows.append(
@@ -284,6 +332,7 @@ def main() -> int:
                     f"{what}; kfctl re-apply {f10.reapply.describe()} s, writes {f10.reapply_writes}",
                 )
             )
+            rows += readiness_rows(f10, "B10", what, with_kapp=True)
         if "B8" in only:  # bench/bench_gitops.py
             f = bench_gitops.measure(root, runs=args.runs)
             record["gitops"] = {k: getattr(v, "values", v) for k, v in f.__dict__.items()}

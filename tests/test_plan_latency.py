@@ -54,9 +54,10 @@ def test_scheduling_latency(
 @pytest.mark.parametrize(
     ("latencies", "expected"),
     [
-        ({"a": 0.1, "b": 0.3, "c": 0.2}, Latency(3, 0.2, 0.3)),
+        ({"a": 0.1, "b": 0.3, "c": 0.2}, Latency(3, 0.2, 0.3, 0.3)),
+        ({f"s{i}": i / 10 for i in range(1, 21)}, Latency(20, 1.05, 2.0, 1.9)),
         ({}, None),
     ],
 )
-def test_the_summary_is_median_and_max(latencies: dict[str, float], expected: Latency | None) -> None:
+def test_the_summary_is_median_p95_and_max(latencies: dict[str, float], expected: Latency | None) -> None:
     assert summarize(latencies) == expected

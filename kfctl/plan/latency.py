@@ -8,6 +8,7 @@ order-only edge releases its dependent when the dependency is applied, not when 
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,9 +21,15 @@ class Latency:
     steps: int
     median: float
     max: float
+    p95: float  # nearest rank: the value 95 % of the steps are at or under
 
     def as_dict(self) -> dict[str, object]:
-        return {"steps": self.steps, "median": round(self.median, 3), "max": round(self.max, 3)}
+        return {
+            "steps": self.steps,
+            "median": round(self.median, 3),
+            "p95": round(self.p95, 3),
+            "max": round(self.max, 3),
+        }
 
 
 def scheduling_latencies(
@@ -46,5 +53,6 @@ def scheduling_latencies(
 def summarize(latencies: Mapping[str, float]) -> Latency | None:
     if not latencies:
         return None
-    values = list(latencies.values())
-    return Latency(len(values), statistics.median(values), max(values))
+    values = sorted(latencies.values())
+    p95 = values[math.ceil(0.95 * len(values)) - 1]
+    return Latency(len(values), statistics.median(values), values[-1], p95)
