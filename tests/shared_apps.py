@@ -1,9 +1,11 @@
 """Two applications of the built-in catalog, `common` and `training-operator`, that both render the ClusterRole
 `shared` (applied once, under common, the KfDef's first: kfctl.plan.duplicates), each with a ConfigMap of its
-own; for the tests of how status, apply and diff count such an object (issue 29 item 6)."""
+own; for the tests of how status, apply, apply --dry-run, diff and delete count such an object (issue 29
+item 6), with the situations their tables share."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from fakecluster import FakeCluster, write_app
@@ -43,10 +45,10 @@ def with_namespace() -> FakeCluster:
     return cluster
 
 
-def install(cluster: FakeCluster, path: Path, reporter: Reporter | None = None) -> ApplySummary:
-    """`kfctl apply --skip-generate` of the KfDef at ``path``; it must succeed."""
+def run_apply(cluster: FakeCluster, path: Path, reporter: Reporter | None = None) -> ApplySummary:
+    """`kfctl apply --skip-generate` of the KfDef at ``path``: its summary, which may hold an error."""
     catalog = load_catalog()
-    summary = apply_kfdef(
+    return apply_kfdef(
         load_kfdef(path, catalog),
         catalog,
         open_cluster=lambda: cluster,
@@ -55,5 +57,45 @@ def install(cluster: FakeCluster, path: Path, reporter: Reporter | None = None) 
         prune=RemoveOptions(wait_timeout=2.0, poll_interval=0.01),
         render=False,
     )
+
+
+def install(cluster: FakeCluster, path: Path, reporter: Reporter | None = None) -> ApplySummary:
+    """`kfctl apply --skip-generate` of the KfDef at ``path``; it must succeed."""
+    summary = run_apply(cluster, path, reporter)
     assert summary.error is None, summary.error
     return summary
+
+
+Setup = Callable[[FakeCluster, Path], None]  # the cluster and APPDIR as a row's situation leaves them
+
+
+def nothing(cluster: FakeCluster, app_dir: Path) -> None:
+    """No install yet."""
+
+
+def edited(key: ObjectKey, field: str, value: object) -> Setup:
+    """Installed; then a field of one object changed by hand."""
+
+    def setup(cluster: FakeCluster, app_dir: Path) -> None:
+        install(cluster, app_dir / "kfdef.yaml")
+        cluster.objects[key][field] = value
+
+    return setup
+
+
+RULE = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "delete"]}]  # a ClusterRole's rules, by hand
+
+
+def dropped_shared(cluster: FakeCluster, app_dir: Path) -> None:
+    """Installed; then the new render of both applications no longer holds `shared`."""
+    install(cluster, app_dir / "kfdef.yaml")
+    written(app_dir, {"common": COMMON, "training-operator": OPERATOR})
+
+
+def prepared(app_dir: Path, setup: Setup) -> tuple[FakeCluster, Path]:
+    """Both applications written into ``app_dir``, a cluster with the namespace, then ``setup``; the cluster and
+    the KfDef's path."""
+    path = written(app_dir)
+    cluster = with_namespace()
+    setup(cluster, app_dir)
+    return cluster, path

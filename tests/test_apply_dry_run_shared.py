@@ -11,12 +11,23 @@ through the CLI's main against the fake cluster.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fakecluster import FakeCluster
-from shared_apps import COMMON, NOTE, OPERATOR, SHARED_KEY, install, with_namespace, written
+from shared_apps import (
+    COMMON,
+    NOTE,
+    OPERATOR,
+    RULE,
+    SHARED_KEY,
+    Setup,
+    dropped_shared,
+    edited,
+    nothing,
+    prepared,
+    with_namespace,
+    written,
+)
 
 from kfctl.cli import apply_cmd
 from kfctl.cli.main import main
@@ -24,22 +35,6 @@ from kfctl.cli.main import main
 HEAD = "APPLICATION        CREATED  CONFIGURED  UNCHANGED  PRUNED  RECREATE  PENDING  FOREIGN  DENIED"
 SHARED = "ClusterRole.rbac.authorization.k8s.io shared"
 DONE = "(server-side dry run: nothing persisted)"
-RULE = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "delete"]}]  # by hand
-
-
-def nothing(cluster: FakeCluster, app_dir: Path) -> None:
-    """No install yet."""
-
-
-def shared_edited(cluster: FakeCluster, app_dir: Path) -> None:
-    install(cluster, app_dir / "kfdef.yaml")
-    cluster.objects[SHARED_KEY]["rules"] = RULE
-
-
-def shared_dropped(cluster: FakeCluster, app_dir: Path) -> None:
-    """Installed; then the new render of both applications no longer holds `shared`."""
-    install(cluster, app_dir / "kfdef.yaml")
-    written(app_dir, {"common": COMMON, "training-operator": OPERATOR})
 
 
 def verdicts(**counts: int) -> dict[str, int]:
@@ -67,7 +62,7 @@ def verdicts(**counts: int) -> dict[str, int]:
             id="nothing installed: the shared object would be created in both, once in the total",
         ),
         pytest.param(
-            shared_edited,
+            edited(SHARED_KEY, "rules", RULE),
             [
                 f"{SHARED}: configured (server dry run)",
                 "",
@@ -84,7 +79,7 @@ def verdicts(**counts: int) -> dict[str, int]:
             id="the shared object changed by hand: configured in both",
         ),
         pytest.param(
-            shared_dropped,
+            dropped_shared,
             [
                 f"{SHARED}: pruned (server dry run)",
                 "",
@@ -103,14 +98,12 @@ def test_the_dry_run_counts_a_shared_object_under_each_application_once_in_the_t
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
-    setup: Callable[[FakeCluster, Path], None],
+    setup: Setup,
     text: list[str],
     applications: dict[str, dict[str, int]],
 ) -> None:
-    app_dir = tmp_path / "app"
-    written(app_dir)
-    cluster = with_namespace()
-    setup(cluster, app_dir)
+    cluster, path = prepared(tmp_path / "app", setup)
+    app_dir = path.parent
     monkeypatch.setattr(apply_cmd, "open_cluster", lambda **_: cluster)
     capsys.readouterr()
     assert main(["apply", str(app_dir), "--skip-generate", "--dry-run"]) == 0

@@ -2,6 +2,7 @@
 the first: kfctl.plan.duplicates) under each of them, and once in the run's totals (issue 29 item 6). The
 engine's events of such an object name the other applications (``alsoIn``), each application's Planned count
 and its "all N objects ready" include it, and a line under the end table says how many objects are shared.
+What befalls it shows in each application's row: refused, each one failed; pruned, each one's pruned count.
 
 Hermetic: tests/shared_apps.py's `common` and `training-operator`, both rendering the ClusterRole `shared`,
 applied to the fake cluster; the live view replays the recorded events.
@@ -13,13 +14,15 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from shared_apps import install, with_namespace, written
+from fakecluster import FakeCluster
+from shared_apps import NOTE, SHARED_KEY, Setup, dropped_shared, install, prepared, run_apply, with_namespace, written
 
 from kfctl.app.apply import ApplySummary
 from kfctl.app.per_application import ApplicationRow
 from kfctl.cli.apply_cmd import format_applications
 from kfctl.cli.board import Board
 from kfctl.engine.events import Event, EventLog
+from kfctl.k8s.api import ApiError
 
 SHARED_ID = "ClusterRole.rbac.authorization.k8s.io shared"
 T0 = 1_000.0
@@ -102,3 +105,42 @@ HEAD = "APPLICATION        STATE  OBJECTS  CREATED  CONFIGURED  UNCHANGED  PRUNE
 )
 def test_the_end_table_text(shared: int, expected: list[str]) -> None:
     assert format_applications(ApplySummary(applications=ROWS, shared=shared)) == expected
+
+
+def refused(cluster: FakeCluster, app_dir: Path) -> None:
+    """Nothing installed; the API server refuses the shared object."""
+    cluster.fail(SHARED_KEY, ApiError(403, DENIAL, reason="Forbidden"))
+
+
+DENIAL = 'admission webhook "policy.example.org" denied the request: ClusterRoles need an owner label'
+
+
+@pytest.mark.parametrize(
+    ("setup", "rows", "totals"),
+    [
+        pytest.param(
+            refused,
+            [("common", "failed", 2, 1, 0, 0), ("training-operator", "failed", 2, 0, 0, 0)],
+            (3, 1, 0, 1),
+            id="the shared object refused: failed in both (training-operator's own object, after common, is held)",
+        ),
+        pytest.param(
+            dropped_shared,
+            [("common", "ready", 1, 0, 1, 1), ("training-operator", "ready", 1, 0, 1, 1)],
+            (2, 0, 1, 1),
+            id="the shared object no longer rendered: pruned from both (the inventory's alsoIn), once in the total",
+        ),
+    ],
+)
+def test_the_end_table_counts_what_befell_a_shared_object_under_each_application(
+    tmp_path: Path,
+    setup: Setup,
+    rows: list[tuple[str, str, int, int, int, int]],
+    totals: tuple[int, int, int, int],
+) -> None:
+    """rows: (application, state, objects, created, unchanged, pruned); totals: (objects, created, pruned, shared)."""
+    cluster, path = prepared(tmp_path / "app", setup)
+    summary = run_apply(cluster, path)
+    assert [(a.name, a.state, a.objects, a.created, a.unchanged, a.pruned) for a in summary.applications] == rows
+    assert (summary.objects, summary.created, summary.pruned, summary.shared) == totals
+    assert NOTE in format_applications(summary)

@@ -9,45 +9,35 @@ installed (or not) on the fake cluster by apply, then changed by hand.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from fakecluster import FakeCluster
-from shared_apps import COMMON, NOTE, OPERATOR, OPERATOR_KEY, SHARED_KEY, install, with_namespace, written
+from shared_apps import (
+    COMMON,
+    NOTE,
+    OPERATOR,
+    OPERATOR_KEY,
+    RULE,
+    SHARED_KEY,
+    Setup,
+    dropped_shared,
+    edited,
+    nothing,
+    prepared,
+    written,
+)
 
 from kfctl.app.diff import diff_kfdef
 from kfctl.catalog.load import load_catalog
 from kfctl.cli.diff_cmd import format_diff
 from kfctl.config.loader import load_kfdef
-from kfctl.objects import ObjectKey
 
 HEAD = "APPLICATION        ADDED  CHANGED  REMOVED  RECREATE  UNCHANGED"
 
 
 def counts(create: int = 0, update: int = 0, prune: int = 0, unchanged: int = 0) -> dict[str, int]:
     return {"create": create, "update": update, "prune": prune, "recreate": 0, "unchanged": unchanged}
-
-
-def nothing(cluster: FakeCluster, app_dir: Path) -> None:
-    """No install yet."""
-
-
-def edited(key: ObjectKey, field: str, value: object) -> Callable[[FakeCluster, Path], None]:
-    def setup(cluster: FakeCluster, app_dir: Path) -> None:
-        install(cluster, app_dir / "kfdef.yaml")
-        cluster.objects[key][field] = value
-
-    return setup
-
-
-def dropped_shared(cluster: FakeCluster, app_dir: Path) -> None:
-    """Installed; then the new render of both applications no longer holds `shared`."""
-    install(cluster, app_dir / "kfdef.yaml")
-    written(app_dir, {"common": COMMON, "training-operator": OPERATOR})
-
-
-RULE = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "delete"]}]  # by hand
 
 
 @pytest.mark.parametrize(
@@ -109,19 +99,14 @@ RULE = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "delete"]}] 
 )
 def test_the_summary_counts_a_shared_object_under_each_application_once_in_the_total(
     tmp_path: Path,
-    setup: Callable[[FakeCluster, Path], None],
+    setup: Setup,
     summary: dict[str, dict[str, int]],
     table: list[str],
     shared: int,
 ) -> None:
-    app_dir = tmp_path / "app"
-    written(app_dir)
-    cluster = with_namespace()
-    setup(cluster, app_dir)
+    cluster, path = prepared(tmp_path / "app", setup)
     catalog = load_catalog()
-    report = diff_kfdef(
-        load_kfdef(app_dir / "kfdef.yaml", catalog), catalog, open_cluster=lambda: cluster, render=False
-    )
+    report = diff_kfdef(load_kfdef(path, catalog), catalog, open_cluster=lambda: cluster, render=False)
     assert report.summary() == summary
     assert format_diff(report).split("\n\n")[0].splitlines() == table
     as_json = report.as_dict()

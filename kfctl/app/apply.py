@@ -63,7 +63,7 @@ class ApplySummary:
     applications: list[ApplicationRow] = field(default_factory=list)
     critical_path: list[Segment] = field(default_factory=list)
     scheduling: Latency | None = None  # last dependency ready → dependent applied (kfctl.plan.latency)
-    shared: int = 0  # objects several applications render: under each in ``applications``, once in ``objects``
+    shared: int = 0  # objects several applications render (or rendered, if pruned): under each in rows, once in totals
 
     @property
     def changed(self) -> bool:
@@ -311,9 +311,11 @@ def _record_final(run: _Run) -> None:
 def _summarize(run: _Run) -> None:
     summary, plan, result, merged = run.summary, run.plan, run.result, run.merged
     removed = run.removed.removed if run.removed else []
-    pruned = Counter(merged.members[k].application for k in removed if k in merged.members)
+    gone = [merged.members[k] for k in removed if k in merged.members]
+    # A pruned object several applications rendered (the inventory's alsoIn) counts under each, as an applied one.
+    pruned = Counter(app for m in gone for app in (m.application, *m.also_in))
     summary.applications = application_rows(plan, result, pruned, offset=run.since_start)
-    summary.shared = sum(1 for step in plan.objects() if step.id in plan.copies)
+    summary.shared = sum(1 for step in plan.objects() if step.id in plan.copies) + sum(1 for m in gone if m.also_in)
     summary.critical_path = critical_path(plan, result.ready_at)
     summary.scheduling = summarize(scheduling_latencies(plan, result.ready_at, result.applied_at))
     summary.error = _error(result, run.removed)

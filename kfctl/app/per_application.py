@@ -55,9 +55,8 @@ def application_rows(
             ("unchanged", result.unchanged),
         )
     }
-    app_of = {sid: apps[0] for sid, apps in apps_of.items()}
-    failed = {app_of.get(f.subject, "") for f in result.failed}
-    blocked = {app_of.get(f.subject, "") for f in result.blocked}
+    failed = {app for f in result.failed for app in apps_of.get(f.subject, ("",))}
+    blocked = {app for f in result.blocked for app in apps_of.get(f.subject, ("",))}
     members: dict[str, list[str]] = {}
     for step in plan.objects():
         for owner in apps_of[step.id]:
