@@ -2,8 +2,8 @@
 
 Unit tests, no cluster: image string → binary name (or none), the runtime's ErrImagePull message for a release
 without a binary, kwok's runtime-pod rule (the repository, not the release), the status a kubelet would write for
-it, and RUNNABLE_IMAGES against what e2e/build-binaries builds from e2e/versions.env. The runtime writing that
-status for a real pod: test_runtime_pull_error.py.
+it, and RUNNABLE_IMAGES against what e2e/build-binaries builds (kfctl_testbed.gobuild's recipe table). The runtime
+writing that status for a real pod: test_runtime_pull_error.py.
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kfctl_testbed import kwokstages, localcluster, runtime
+from kfctl_testbed import kwokstages, runtime
+from kfctl_testbed.gobuild import recipes
+from kfctl_testbed.gobuild.versions import Versions
 from kfctl_testbed.kube_rest import JSON
 from kfctl_testbed.podstatus import PodStatusWriter
 
@@ -171,31 +173,15 @@ def test_a_repository_with_any_release_built_is_kwoks_runtime_repository(tmp_pat
 
 
 def test_runnable_images_name_exactly_the_binaries_build_binaries_builds() -> None:
-    """build-binaries builds <binary> for each *_VERSION and <binary>-<v> for each *_OTHER_VERSIONS, and
-    kubeflow/kubeflow's components as <binary>-<KUBEFLOW_COMPONENTS_VERSION>, the Spark operator as
-    spark-operator-<SPARK_OPERATOR_VERSION>, Knative Serving's controller, webhook and autoscaler as
-    knative-serving-<command>-<KNATIVE_SERVING_VERSION>."""
-    versions = localcluster.read_versions()
-    binaries = {
-        "TRAINING_OPERATOR": "training-operator",
-        "KATIB": "katib-controller",
-        "KSERVE": "kserve-manager",
-        "JOBSET": "jobset-controller",
-        "TRAINER": "trainer-controller-manager",
-    }
-    expected = set(binaries.values())
-    for key, binary in binaries.items():
-        others = [v for v in versions.get(f"{key}_OTHER_VERSIONS", "").split(",") if v]
-        expected |= {f"{binary}-{v}" for v in others}
-    components = versions["KUBEFLOW_COMPONENTS_VERSION"]
-    expected |= {
-        f"{b}-{components}" for b in ("profile-controller", "kfam", "notebook-controller", "poddefaults-webhook")
-    }
-    expected.add(f"spark-operator-{versions['SPARK_OPERATOR_VERSION']}")
-    knative = versions["KNATIVE_SERVING_VERSION"]
-    expected |= {f"knative-serving-{command}-{knative}" for command in ("controller", "webhook", "autoscaler")}
+    """The recipe table (kfctl_testbed.gobuild.recipes, what `e2e/build-binaries --operators` builds) makes <binary> for
+    each *_VERSION and <binary>-<v> for each *_OTHER_VERSIONS, and kubeflow/kubeflow's components as
+    <binary>-<KUBEFLOW_COMPONENTS_VERSION>, the Spark operator as spark-operator-<SPARK_OPERATOR_VERSION>, Knative
+    Serving's controller, webhook and autoscaler as knative-serving-<command>-<KNATIVE_SERVING_VERSION>: the runtime
+    names exactly those, no binary it cannot find and none built for nothing."""
+    built = recipes.operator_binaries(Versions.load())
     named = {name for releases in runtime.RUNNABLE_IMAGES.values() for name in releases.values()}
-    assert named == expected
+    assert named == built
+    assert {"training-operator-v1.9.1", "kfam-v1.10.0", "knative-serving-autoscaler-v0.43.1"} <= built
 
 
 class RecordingApi:

@@ -38,13 +38,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kfctl_testbed import egress, kube_rest, kwokstages, pki
+from kfctl_testbed.gobuild import cachekeys
+from kfctl_testbed.gobuild import versions as gobuild_versions
+from kfctl_testbed.gobuild.recipes import Selection
+from kfctl_testbed.gobuild.run import dirs as build_dirs
 from kfctl_testbed.poll import PollTimeout, poll
 
 REPO = Path(__file__).resolve().parents[2]
-# The build recipes and version pins stay beside the e2e tests (e2e/build-binaries, e2e/versions.env).
 E2E = REPO / "e2e"
-
-VERSIONS_FILE = E2E / "versions.env"
+# The version pins (e2e/versions.env) are the build recipes' (kfctl_testbed.gobuild); the cluster reads them too.
+VERSIONS_FILE = gobuild_versions.VERSIONS_FILE
 CACHE_ROOT = Path(os.environ.get("KFCTL_E2E_CACHE") or Path.home() / ".cache" / "kfctl-e2e")
 DEFAULT_STATE_DIR = Path(os.environ.get("KFCTL_E2E_STATE_DIR") or CACHE_ROOT / "cluster" / "default")
 SERVICE_CIDR = "10.96.0.0/12"
@@ -70,13 +73,7 @@ def log(message: str) -> None:
 
 
 def read_versions() -> dict[str, str]:
-    versions: dict[str, str] = {}
-    for line in VERSIONS_FILE.read_text().splitlines():
-        line = line.strip()
-        if line and not line.startswith("#") and "=" in line:
-            key, value = line.split("=", 1)
-            versions[key.strip()] = value.strip()
-    return versions
+    return gobuild_versions.read_versions(VERSIONS_FILE)
 
 
 # --- processes ------------------------------------------------------------------------------------
@@ -248,12 +245,16 @@ BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler
 
 def build_dir(flag: str, override_env: str) -> Path:
     """The cache directory e2e/build-binaries `flag` (--print-bin-dir, --print-operators-dir, --print-flux-dir)
-    names, its last line; $`override_env` overrides it. Builds nothing."""
+    names; $`override_env` overrides it. Builds nothing."""
     override = os.environ.get(override_env)
     if override:
         return Path(override)
-    printed = subprocess.run([str(E2E / "build-binaries"), flag], check=True, capture_output=True, text=True)
-    return Path(printed.stdout.strip().splitlines()[-1])
+    every_set = Selection(operators=True, flux=True)
+    cache = build_dirs(gobuild_versions.Versions.load(), every_set, root=cachekeys.cache_root())
+    by_flag = {"--print-bin-dir": cache.bin, "--print-operators-dir": cache.operators, "--print-flux-dir": cache.flux}
+    found = by_flag[flag]
+    assert found is not None  # every set was selected
+    return found
 
 
 def binaries() -> Path:
