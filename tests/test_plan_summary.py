@@ -91,9 +91,9 @@ Plan: 3 objects in 3 application(s), 4 wave(s)
   APPLICATION    OBJECTS  NAMESPACES  AFTER (dependsOn)  WAITS ON OBJECTS OF
   cert-manager  external
   serving              3  ml          cert-manager       cert-manager ×1
-  copy                 0  -
+  copy                 1  -
 
-Objects several applications render:
+Objects several applications render (counted under each above, once in the total):
   Namespace ml  applied once: identical copy in application copy
 
 Longest chain of waits (4 steps):
@@ -127,6 +127,18 @@ Plan: 2 objects in 1 application(s), 1 wave(s)
 @pytest.mark.parametrize(("case", "build", "expected"), CASES, ids=[c[0] for c in CASES])
 def test_summary_of_a_plan(case: str, build: Callable[[], Plan], expected: str) -> None:
     assert format_summary(summarize(build())) == expected
+
+
+def test_json_counts_an_identical_copy_under_each_of_its_applications_once_in_the_total() -> None:
+    """As apply, diff and status count it (issue 29 item 6): `copy` renders serving's Namespace, its only object."""
+    summary = plan_as_dict(external_and_copy())["summary"]
+    assert [(a["name"], a["objects"]) for a in summary["applications"]] == [
+        ("cert-manager", 0),
+        ("serving", 3),
+        ("copy", 1),
+    ]
+    assert (summary["objects"], summary["shared"]) == (3, 1)
+    assert [(c["step"], c["copiesIn"]) for c in summary["copies"]] == [("Namespace ml", ["copy"])]
 
 
 def test_the_longest_chain_counts_only_waits() -> None:

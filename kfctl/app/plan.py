@@ -66,6 +66,7 @@ def summary_as_dict(plan: Plan, summary: PlanSummary) -> dict[str, Any]:
             for h in summary.hoisted
         ],
         "copies": [step_ref(plan, sid) | {"copiesIn": list(apps)} for sid, apps in summary.copies],
+        "shared": len(summary.copies),  # objects counted under each of their applications, once in ``objects``
         "podWebhooks": [
             step_ref(plan, o.step) | {"dependency": step_ref(plan, o.dependency), "rule": o.rule.name}
             for o in summary.pod_webhooks

@@ -68,11 +68,14 @@ class PlanSummary:
 
 
 def summarize(plan: Plan) -> PlanSummary:
-    counts = Counter(s.app for s in plan.objects())
+    # An object several applications render is applied once but is each one's: it counts under every one of
+    # them (as apply, diff and status count it), and once in ``objects``.
+    counts = plan.sizes()
     namespaces: dict[str, set[str]] = {}
     for step in plan.objects():
         if step.key is not None and step.key.namespace:
-            namespaces.setdefault(step.app, set()).add(step.key.namespace)
+            for app in plan.applications_of(step.id):
+                namespaces.setdefault(app, set()).add(step.key.namespace)
     waits = cross_application_waits(plan)
     externals = {s.app for s in plan.steps.values() if s.kind == "external"}
     by_name = {a.name: a for a in plan.applications}
@@ -88,7 +91,7 @@ def summarize(plan: Plan) -> PlanSummary:
         for name in application_order(plan)
     )
     return PlanSummary(
-        objects=sum(counts.values()),
+        objects=len(plan.objects()),
         waves=len(plan.waves()),
         applications=apps,
         hoisted=tuple(Hoisted(sid, plan.steps[sid].app, h) for sid, h in sorted(plan.hoisted.items())),

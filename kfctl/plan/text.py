@@ -64,7 +64,7 @@ def format_summary(summary: PlanSummary) -> str:
         for h in summary.hoisted:
             lines += [f"  {h.step}  [{h.application}]", f"      {hoisted_reason(h.application, h.hoist)}"]
     if summary.copies:
-        lines += ["", "Objects several applications render:"]
+        lines += ["", "Objects several applications render (counted under each above, once in the total):"]
         for sid, apps in summary.copies:
             lines.append(f"  {sid}  applied once: identical copy in application {', '.join(apps)}")
     if summary.pod_webhooks:
