@@ -42,8 +42,7 @@ def _names(_ctx: click.Context, _param: click.Parameter, value: tuple[str, ...])
 @click.option(
     "--smoke",
     is_flag=True,
-    help="Also run tiny jobs to their end (SMOKES), each in a namespace of its own deleted after it (also on "
-    "Ctrl-C).",
+    help="Also run tiny jobs to their end (SMOKES), each in a namespace of its own deleted after it (also on Ctrl-C).",
 )
 @click.option(
     "--smoke-timeout",
