@@ -181,12 +181,13 @@ def critical_path(graph: Graph, recorded: Mapping[Ident, Timeline]) -> CriticalP
         edges = [(d, o) for d, o in graph.deps.get(sid, ()) if d in finish]
         gates = [could[d] if o else ready[d] for d, o in edges]
         known = [g for g in gates if g is not None]
-        could[sid] = max(known) if known else None
+        gate = max(known) if known else None
+        could[sid] = gate
         t = recorded.get(graph.objects[sid]) if sid in graph.objects else None
         if t is None:
-            own[sid], ready[sid] = 0.0, could[sid]
+            own[sid], ready[sid] = 0.0, gate
         else:
-            begin = t.start if could[sid] is None else max(t.start, could[sid])
+            begin = t.start if gate is None else max(t.start, gate)
             own[sid], ready[sid] = max(0.0, t.ready - begin), t.ready
         best: tuple[str, bool] | None = None
         best_at = 0.0
