@@ -153,13 +153,6 @@ class InterruptedError_(KfctlError):
     kind = "interrupted"
 
 
-# The findings' codes by name, for the commands that end with one.
-EXIT_CHECK_WARNINGS = CheckWarned.exit_code
-EXIT_CHECK_FAILED = CheckFailed.exit_code
-EXIT_CHANGES = Changed.exit_code
-EXIT_MIGRATE_DROPPED = MigrationDropped.exit_code
-
-
 def must_be(what: str, expected: str, value: object, *, present: bool = True) -> str:
     """``WHAT must be EXPECTED, got 'VALUE'`` for a message; a value that is not there says so ("is missing", "is
     empty") rather than printing Python's ``None``, which is no word a KfDef or a catalog file has. ``what`` may be

@@ -23,7 +23,7 @@ from kfctl.app.migrate import migrate_file
 from kfctl.catalog.model import Catalog
 from kfctl.cli.main import main
 from kfctl.config.loader import load_kfdef
-from kfctl.errors import EXIT_MIGRATE_DROPPED, ConfigError
+from kfctl.errors import ConfigError, MigrationDropped
 from kfctl.migrate import legacy
 from kfctl.migrate.migrate import UNKNOWN, migrate
 
@@ -691,8 +691,12 @@ def test_the_input_is_never_the_output(tmp_path: Path, capsys: pytest.CaptureFix
 # (id, applications, exit code of --check)
 CHECK_CASES = [
     ("everything has a successor", [TF, app("katib", "katib/katib-controller")], 0),
-    ("an application is dropped", [TF, app("spartakus", "common/spartakus")], EXIT_MIGRATE_DROPPED),
-    ("a parameter is dropped", [app("minio", "pipeline/minio", None, {"minioPvcName": "minio"})], EXIT_MIGRATE_DROPPED),
+    ("an application is dropped", [TF, app("spartakus", "common/spartakus")], MigrationDropped.exit_code),
+    (
+        "a parameter is dropped",
+        [app("minio", "pipeline/minio", None, {"minioPvcName": "minio"})],
+        MigrationDropped.exit_code,
+    ),
     (
         "what is not needed is no loss",
         [app("mysql", "pipeline/mysql", ["application"], {"mysqlPvcName": "mysql-pv-claim"})],

@@ -17,7 +17,7 @@ from kfctl.cli.progress import Duration, EventRenderer, lock_timeout_option
 from kfctl.cli.target import kfdef_target, resolve_kfdef
 from kfctl.engine.apply import ApplyOptions
 from kfctl.engine.remove import RemoveOptions
-from kfctl.errors import EXIT_CHANGES, ApiDeniedError, OwnershipError
+from kfctl.errors import ApiDeniedError, Changed, OwnershipError
 from kfctl.plan.summary import summarize
 from kfctl.plan.text import format_summary
 
@@ -130,7 +130,7 @@ def apply(
             if refused:
                 raise error(message.format(n=len(refused)), details=_listed(refused), hint=hint)
         if report.changes and detailed_exitcode:
-            opts.exit_code = EXIT_CHANGES
+            opts.exit_code = Changed.exit_code
         return
     options = ApplyOptions(
         concurrency=concurrency, wait_timeout=wait_timeout, timeout=timeout, recreate_immutable=recreate_immutable
@@ -181,7 +181,7 @@ def apply(
     if s.error is not None:
         raise s.error
     if s.changed and detailed_exitcode:
-        opts.exit_code = EXIT_CHANGES
+        opts.exit_code = Changed.exit_code
 
 
 HINT_DENIED = "kfctl apply would stop on them: fix the objects (or the policy refusing them) and re-run"

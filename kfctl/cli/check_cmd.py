@@ -18,7 +18,7 @@ from kfctl.cli.options import get_options, global_options
 from kfctl.cli.output import emit
 from kfctl.cli.progress import Duration, check_progress
 from kfctl.cli.target import kfdef_target, resolve_kfdef
-from kfctl.errors import EXIT_CHECK_FAILED, EXIT_CHECK_WARNINGS, UsageError
+from kfctl.errors import CheckFailed, CheckWarned, UsageError
 from kfctl.k8s.api import Cluster
 
 SYMBOLS = {"pass": "✓", "warn": "‼", "fail": "×", "skip": "-"}
@@ -117,9 +117,9 @@ def check(
             )
     emit(opts, report.as_dict(), format_report(report, symbols=_unicode_ok(), pre=pre))
     if report.verdict == "fail":
-        opts.exit_code = EXIT_CHECK_FAILED
+        opts.exit_code = CheckFailed.exit_code
     elif report.verdict == "warn":
-        opts.exit_code = EXIT_CHECK_WARNINGS
+        opts.exit_code = CheckWarned.exit_code
 
 
 assert check.help is not None

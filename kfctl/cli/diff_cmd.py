@@ -14,7 +14,7 @@ from kfctl.catalog.load import load_catalog
 from kfctl.cli.options import detailed_exitcode_option, get_options, global_options
 from kfctl.cli.output import columns, emit, shared_note
 from kfctl.cli.target import kfdef_target, resolve_kfdef
-from kfctl.errors import EXIT_CHANGES
+from kfctl.errors import Changed
 
 
 @click.command()
@@ -46,7 +46,7 @@ def diff(app_dir: Path | None, kfdef_file: Path | None, skip_generate: bool, det
     )
     emit(opts, report.as_dict(), format_diff(report))
     if report.diffs and detailed_exitcode:
-        opts.exit_code = EXIT_CHANGES
+        opts.exit_code = Changed.exit_code
 
 
 SIGNS = {"create": "+", "prune": "-", "update": "~", "recreate": "!"}

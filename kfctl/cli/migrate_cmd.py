@@ -12,7 +12,7 @@ from kfctl.catalog.load import load_catalog
 from kfctl.cli.options import get_options, global_options
 from kfctl.cli.output import columns, emit
 from kfctl.config.model import BUILTIN_REPO
-from kfctl.errors import EXIT_MIGRATE_DROPPED
+from kfctl.errors import MigrationDropped
 from kfctl.migrate.migrate import AppMapping, Migration, Setting, describe, replaced_repo_lines
 
 
@@ -31,7 +31,7 @@ from kfctl.migrate.migrate import AppMapping, Migration, Setting, describe, repl
 @click.option(
     "--check",
     is_flag=True,
-    help=f"Write nothing; exit {EXIT_MIGRATE_DROPPED} if an application, a part of a stack or a setting would "
+    help=f"Write nothing; exit {MigrationDropped.exit_code} if an application, a part of a stack or a setting would "
     "be dropped, 0 if everything has a place in the catalog.",
 )
 @global_options
@@ -59,7 +59,7 @@ def migrate_cmd(file: Path, to: Path | None, force: bool, check: bool) -> None:
     result = migrate_file(file, load_catalog(), output=to, force=force, check=check)
     emit(opts, _data(result), "\n".join(_text(result)))
     if check and result.migration.dropped:
-        opts.exit_code = EXIT_MIGRATE_DROPPED
+        opts.exit_code = MigrationDropped.exit_code
 
 
 def _target(a: AppMapping) -> str:

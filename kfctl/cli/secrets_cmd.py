@@ -15,7 +15,7 @@ from kfctl.cli.output import columns, emit, machine_readable
 from kfctl.cli.progress import EventRenderer, lock_timeout_option
 from kfctl.cli.target import kfdef_target, resolve_kfdef
 from kfctl.engine.events import EventLog
-from kfctl.errors import EXIT_CHANGES
+from kfctl.errors import Changed
 
 
 @click.group()
@@ -66,4 +66,4 @@ def apply_cmd(app_dir: Path | None, kfdef_file: Path | None, lock_timeout: float
         text = f"{kfdef.name}: no application generates or brings a Secret"
     emit(opts, summary.as_dict(), text)
     if detailed_exitcode and summary.changed:
-        opts.exit_code = EXIT_CHANGES
+        opts.exit_code = Changed.exit_code
