@@ -454,6 +454,16 @@ def test_backoff(attempt: int, retry_after: float | None, seconds: float) -> Non
         pytest.param(ApiError(409, "x already exists", reason="AlreadyExists"), "Denied", id="already-exists"),
         pytest.param(ApiError(500, WEBHOOK_DOWN), "Unavailable", id="webhook-not-answering"),
         pytest.param(ApiError(400, DENIAL), "WebhookDenied", id="webhook-denial"),
+        pytest.param(ApiError(403, DENIAL, reason="Forbidden"), "WebhookDenied", id="a-webhooks-403-is-its-denial"),
+        pytest.param(ApiError(401, "Unauthorized", reason="Unauthorized"), "Unauthorized", id="401"),
+        pytest.param(ApiError(401, "Unauthorized"), "Unauthorized", id="401-without-a-status"),
+        pytest.param(ApiError(403, "x is forbidden", reason="Forbidden"), "Forbidden", id="403-rbac"),
+        pytest.param(ApiError(403, "<html>403</html>"), "Forbidden", id="403-without-a-status"),
+        pytest.param(
+            ApiError(403, "x is being terminated", reason="Forbidden", causes=[{"reason": "NamespaceTerminating"}]),
+            "NamespaceTerminating",
+            id="403-namespace-terminating",
+        ),
         pytest.param(ApiError(410, "too old", reason="Expired"), "ApiError", id="unknown-stays-plain"),
     ],
 )

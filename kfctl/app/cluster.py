@@ -21,6 +21,7 @@ from kfctl.engine.lease import Held, install_lock
 from kfctl.errors import ApiDeniedError, ClusterError
 from kfctl.k8s.api import ApiError, Cluster, Unreachable
 from kfctl.k8s.client import connect
+from kfctl.k8s.errors import Forbidden, Unauthorized
 
 RECORD = Path(".cache") / "cluster.json"
 
@@ -35,18 +36,18 @@ def identify(cluster: Cluster) -> str:
         uid = cluster_identity(cluster)
     except Unreachable as e:
         raise unreachable(cluster, e) from e
+    except Unauthorized as e:  # authentication, not a denial: exit 6, as the README's table says
+        raise ClusterError(
+            f"the API server at {cluster.info.server} refused our credentials: {e.message}",
+            hint=f"check the user of context {cluster.info.context!r} in {cluster.info.kubeconfig}",
+        ) from e
+    except Forbidden as e:
+        raise ApiDeniedError(
+            f"forbidden: reading namespace kube-system (kfctl's record of which cluster this is): {e.message}",
+            hint=f"grant the user of context {cluster.info.context!r} get on namespaces (e.g. a ClusterRole "
+            "with get on namespaces), or use a kubeconfig with more rights",
+        ) from e
     except ApiError as e:
-        if e.status == 401:  # authentication, not a denial: exit 6, as the README's table says
-            raise ClusterError(
-                f"the API server at {cluster.info.server} refused our credentials: {e.message}",
-                hint=f"check the user of context {cluster.info.context!r} in {cluster.info.kubeconfig}",
-            ) from e
-        if e.status == 403:
-            raise ApiDeniedError(
-                f"forbidden: reading namespace kube-system (kfctl's record of which cluster this is): {e.message}",
-                hint=f"grant the user of context {cluster.info.context!r} get on namespaces (e.g. a ClusterRole "
-                "with get on namespaces), or use a kubeconfig with more rights",
-            ) from e
         raise ClusterError(f"{cluster.info.describe()}: {e}") from e
     if not uid:
         raise ClusterError(f"{cluster.info.describe()}: namespace kube-system not found; is this a Kubernetes cluster?")

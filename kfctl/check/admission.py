@@ -30,7 +30,7 @@ from kfctl.check.model import InstalledContext, Outcome
 from kfctl.check.samples import NAME_PREFIX, Sample
 from kfctl.engine.probe import webhook_problem
 from kfctl.k8s.api import ApiError, Cluster, NoKindMatch
-from kfctl.k8s.errors import Transient, WebhookDenied
+from kfctl.k8s.errors import Forbidden, Transient, WebhookDenied
 from kfctl.objects import Obj, group_of
 
 WEBHOOK_KINDS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
@@ -155,7 +155,7 @@ def rejected(cluster: Cluster, obj: Obj, err: ApiError) -> Outcome:
             f"the API server could not take a {kind}: {err.explanation}",
             "re-run; if it persists, check the API server's health (kubectl get --raw /readyz)",
         )
-    if err.status == 403:
+    if isinstance(err, Forbidden):
         return Outcome(
             "fail",
             f"may not create a {kind} ({group_of(str(obj['apiVersion'])) or 'core'}): {text}",

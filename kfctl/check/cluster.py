@@ -8,6 +8,7 @@ import re
 from kfctl.check.model import HasCluster, Outcome, PreContext
 from kfctl.engine.inventory import cluster_identity
 from kfctl.k8s.api import ApiError, Unreachable
+from kfctl.k8s.errors import Forbidden, Unauthorized
 
 
 def reachable(ctx: HasCluster) -> Outcome:
@@ -23,20 +24,20 @@ def reachable(ctx: HasCluster) -> Outcome:
             f"cannot reach {info.describe()}: {e}",
             "is the cluster running? check --kubeconfig/--context (or KUBECONFIG) point at it",
         )
+    except Unauthorized as e:
+        return Outcome(
+            "fail",
+            f"the API server at {info.server} refused our credentials: {e.message}",
+            f"check the user of context {info.context!r} in {info.kubeconfig}",
+        )
+    except Forbidden as e:
+        return Outcome(
+            "fail",
+            f"authenticated, but may not read namespace kube-system (kfctl's record of which cluster this is): "
+            f"{e.message}",
+            f"grant the user of context {info.context!r} get on namespaces, or use a kubeconfig with more rights",
+        )
     except ApiError as e:
-        if e.status == 401:
-            return Outcome(
-                "fail",
-                f"the API server at {info.server} refused our credentials: {e.message}",
-                f"check the user of context {info.context!r} in {info.kubeconfig}",
-            )
-        if e.status == 403:
-            return Outcome(
-                "fail",
-                f"authenticated, but may not read namespace kube-system (kfctl's record of which cluster this is): "
-                f"{e.message}",
-                f"grant the user of context {info.context!r} get on namespaces, or use a kubeconfig with more rights",
-            )
         return Outcome("fail", f"{info.describe()}: {e}", "check the API server's health (kubectl get --raw /readyz)")
     return Outcome("pass", f"reached {info.server} (Kubernetes {version}), credentials accepted")
 

@@ -19,6 +19,7 @@ from kfctl.check.samples import SAMPLES
 from kfctl.check.smoke import SCENARIOS, smoke_run
 from kfctl.errors import KfctlError, UsageError
 from kfctl.k8s.api import ApiError, Cluster, NoKindMatch, Unreachable
+from kfctl.k8s.errors import Forbidden
 from kfctl.objects import Obj
 
 PRE_CHECKS: tuple[Check[PreContext], ...] = (
@@ -124,7 +125,9 @@ def _run_one(check: Check[C], ctx: C) -> Outcome:
     except Unreachable as e:
         return Outcome("fail", f"lost the connection to the cluster: {e}", "re-run when the API server answers")
     except ApiError as e:
-        hint = "grant the user that permission, or use a kubeconfig with more rights" if e.status == 403 else ""
+        hint = (
+            "grant the user that permission, or use a kubeconfig with more rights" if isinstance(e, Forbidden) else ""
+        )
         return Outcome("fail", f"the API server refused a request of this check: {e}", hint)
     except KfctlError as e:
         return Outcome("fail", e.message, e.hint or "")

@@ -12,8 +12,8 @@ same types and nobody above this module reads a status code, a reason or a messa
   in between) and :class:`NamespaceTerminating` (a Forbidden whose cause says so);
 - :class:`Denied` — final, retrying cannot help: :class:`Invalid` (each refused field quoted),
   :class:`Immutable` (an immutable field changed), :class:`WebhookDenied`, :class:`Conflict` (a field-manager
-  conflict, a :class:`PreconditionFailed`), and ``Forbidden`` (RBAC), ``AlreadyExists``, ``BadRequest``,
-  ``Unauthorized`` … as a plain :class:`Denied`;
+  conflict, a :class:`PreconditionFailed`), :class:`Forbidden` (RBAC or an admission plugin),
+  :class:`Unauthorized` (credentials refused), and ``AlreadyExists``, ``BadRequest`` … as a plain :class:`Denied`;
 - a plain :class:`ApiError` — a reason this module does not know (``Gone``, ``Expired``): final too.
 
 An answer is judged by its Status's ``reason`` and ``details.causes``, not by its message (which changes
@@ -208,6 +208,15 @@ class Denied(ApiError):
     """The API server refused for good: RBAC, a webhook's denial, the schema …; retrying cannot help."""
 
 
+class Unauthorized(Denied):
+    """401: the API server does not accept our credentials (authentication, not a refusal of one request)."""
+
+
+class Forbidden(Denied):
+    """403 Forbidden: RBAC, or an admission plugin, refused this request (the message names the user, the verb,
+    the resource). Not a webhook's denial, whatever code the webhook chose, nor a terminating namespace."""
+
+
 class WebhookDenied(Denied):
     """An admission webhook denied the request (the message quotes it)."""
 
@@ -272,6 +281,10 @@ def _type_of(status: int, text: str, reason: str, causes: list[Mapping[str, Any]
         return NamespaceTerminating
     if reason == "Invalid":
         return Immutable if any(_immutable(c) for c in causes) else Invalid
+    if reason == "Forbidden":
+        return Forbidden
+    if reason == "Unauthorized":
+        return Unauthorized
     return Denied if reason in DENIED_REASONS else ApiError
 
 
