@@ -17,6 +17,7 @@ from typing import Any
 from kfctl.engine import labels
 from kfctl.engine.inventory import ID_LABEL as APPLYSET_ID_LABEL
 from kfctl.k8s.api import ApiError, Cluster, NoKindMatch, Resource
+from kfctl.k8s.errors import MethodNotAllowed, NotFound
 from kfctl.objects import Obj, ObjectKey
 
 # Made in every namespace by the control plane: never user data.
@@ -179,11 +180,9 @@ def namespace_contents(
     def one(res: Resource) -> tuple[list[Foreign], str]:
         try:
             items = retry(lambda: cluster.list(res.api_version, res.kind, namespace=namespace))
-        except NoKindMatch:
-            return [], ""
+        except (NoKindMatch, NotFound, MethodNotAllowed):
+            return [], ""  # not served, or the kind went away meanwhile (its CRD was deleted), or cannot be listed
         except ApiError as e:
-            if e.status in (404, 405):
-                return [], ""  # the kind went away meanwhile (its CRD was deleted), or cannot be listed
             return [], f"{res.plural}{'.' + res.group if res.group else ''}: {e}"
         out = []
         for item in items:
@@ -230,12 +229,8 @@ def custom_resources_left(cluster: Cluster, crd_name: str, *, applyset_id: str) 
         return []
     try:
         items = cluster.list(f"{group}/{version}", kind)
-    except NoKindMatch:
-        return []  # not served (any more): nothing of it can be lost
-    except ApiError as e:
-        if e.status in (404, 405):
-            return []
-        raise
+    except (NoKindMatch, NotFound, MethodNotAllowed):
+        return []  # not served (any more), or cannot be listed: nothing of it can be lost
     left = []
     for item in items:
         if labels.owned_by(item, applyset_id) or automatic(item, group):

@@ -50,7 +50,7 @@ from kfctl.engine.events import Event, Reporter
 from kfctl.engine.retry import backoff
 from kfctl.errors import LockedError
 from kfctl.k8s.api import ApiError, Cluster, Unreachable
-from kfctl.k8s.errors import Transient
+from kfctl.k8s.errors import AlreadyExists, Conflict, OptimisticLock, Transient
 from kfctl.objects import Obj
 
 API_VERSION = "coordination.k8s.io/v1"
@@ -192,10 +192,8 @@ class _Lock:
             transitions = int((lease.get("spec") or {}).get("leaseTransitions") or 0) + (1 if holder else 0)
             self.held = self.cluster.replace(self._mine(lease, transitions))
             return True
-        except ApiError as e:
-            if e.status == 409:  # another run created or updated it first
-                return False
-            raise
+        except (AlreadyExists, OptimisticLock, Conflict):  # another run created or updated it first
+            return False
 
     def acquire(self, wait: float) -> None:
         deadline = self.clock() + wait

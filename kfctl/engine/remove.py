@@ -25,7 +25,7 @@ from kfctl.engine.inventory import Member
 from kfctl.engine.retry import retry_transient
 from kfctl.health.registry import BUILTIN_GROUPS
 from kfctl.k8s.api import ApiError, Cluster, NoKindMatch, Resource, Unreachable
-from kfctl.k8s.errors import PreconditionFailed, Transient
+from kfctl.k8s.errors import MethodNotAllowed, NotFound, PreconditionFailed, Transient
 from kfctl.objects import Obj, ObjectKey
 from kfctl.plan import rules
 
@@ -181,7 +181,7 @@ def _released_by_us(live: Obj, applyset_id: str) -> bool:
 
 
 def _kind_not_served(e: BaseException) -> bool:
-    return isinstance(e, ApiError) and e.status in (404, 405)
+    return isinstance(e, (NotFound, MethodNotAllowed))
 
 
 def _precondition_failed(e: BaseException) -> bool:

@@ -13,7 +13,8 @@ same types and nobody above this module reads a status code, a reason or a messa
 - :class:`Denied` — final, retrying cannot help: :class:`Invalid` (each refused field quoted),
   :class:`Immutable` (an immutable field changed), :class:`WebhookDenied`, :class:`Conflict` (a field-manager
   conflict, a :class:`PreconditionFailed`), :class:`Forbidden` (RBAC or an admission plugin),
-  :class:`Unauthorized` (credentials refused), and ``AlreadyExists``, ``BadRequest`` … as a plain :class:`Denied`;
+  :class:`Unauthorized` (credentials refused), :class:`AlreadyExists`, :class:`MethodNotAllowed` (a kind that
+  cannot be listed), and ``BadRequest``, ``UnsupportedMediaType`` … as a plain :class:`Denied`;
 - a plain :class:`ApiError` — a reason this module does not know (``Gone``, ``Expired``): final too.
 
 An answer is judged by its Status's ``reason`` and ``details.causes``, not by its message (which changes
@@ -217,6 +218,14 @@ class Forbidden(Denied):
     the resource). Not a webhook's denial, whatever code the webhook chose, nor a terminating namespace."""
 
 
+class AlreadyExists(Denied):
+    """409 AlreadyExists: a create found the name taken (by someone who created it first)."""
+
+
+class MethodNotAllowed(Denied):
+    """405: the resource does not take this verb (a kind that cannot be listed)."""
+
+
 class WebhookDenied(Denied):
     """An admission webhook denied the request (the message quotes it)."""
 
@@ -253,6 +262,15 @@ class Immutable(Denied):
         return tuple(str(c.get("field") or "?") for c in self.causes if isinstance(c, Mapping) and _immutable(c))
 
 
+# The final reasons with a type of their own; the other DENIED_REASONS are a plain Denied.
+DENIED_AS: dict[str, type[ApiError]] = {
+    "Unauthorized": Unauthorized,
+    "Forbidden": Forbidden,
+    "AlreadyExists": AlreadyExists,
+    "MethodNotAllowed": MethodNotAllowed,
+}
+
+
 def _immutable(cause: Mapping[str, Any]) -> bool:
     return any(m in str(cause.get("message", "")) for m in _IMMUTABLE)
 
@@ -281,11 +299,7 @@ def _type_of(status: int, text: str, reason: str, causes: list[Mapping[str, Any]
         return NamespaceTerminating
     if reason == "Invalid":
         return Immutable if any(_immutable(c) for c in causes) else Invalid
-    if reason == "Forbidden":
-        return Forbidden
-    if reason == "Unauthorized":
-        return Unauthorized
-    return Denied if reason in DENIED_REASONS else ApiError
+    return DENIED_AS.get(reason, Denied) if reason in DENIED_REASONS else ApiError
 
 
 def _reason_for_code(status: int) -> str:
