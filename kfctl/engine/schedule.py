@@ -321,16 +321,17 @@ class Run:
         uid = (outcome.live.get("metadata") or {}).get("uid")
         if uid:
             self.result.uids[step.key] = str(uid)
-        event, bucket = {
+        events: dict[str, tuple[EventType, list[str]]] = {
             "created": ("Created", self.result.created),
             "configured": ("Configured", self.result.configured),
             "corrected": ("Corrected", self.result.corrected),
             "adopted": ("Adopted", self.result.adopted),
             "unchanged": ("Unchanged", self.result.unchanged),
             "recreated": ("Recreated", self.result.recreated),
-        }[outcome.verdict]
+        }
+        event, bucket = events[outcome.verdict]
         bucket.append(t.step.id)
-        self._emit(event, t.step, outcome.message)  # type: ignore[arg-type]
+        self._emit(event, t.step, outcome.message)
         if not t.step.wait:
             self._ready(t, ready("applied"), quiet=True)
         elif outcome.health is not None:
