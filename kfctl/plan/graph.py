@@ -24,6 +24,7 @@ from kfctl.objects import Obj, ObjectKey, key_of
 from kfctl.plan import rules
 from kfctl.plan.duplicates import Copy
 from kfctl.plan.hoist import Hoist, Need, hoisted_steps
+from kfctl.plan.operands import Grants, service_account
 from kfctl.plan.podhooks import Reachability, pod_template
 from kfctl.plan.rules import EdgeRule
 from kfctl.plan.selectors import matches
@@ -219,6 +220,7 @@ class _Builder:
             assert step.key is not None and step.obj is not None
             self._structural(step, step.key, step.obj)
         self._webhooks(steps)
+        self._operators(steps)
         self._applications(steps)
         self._admitted_pods(steps)
 
@@ -239,17 +241,21 @@ class _Builder:
                 self.by_key.get(ObjectKey(key.group, str(ref.get("kind")), ns, str(ref.get("name")))),
                 rules.ROLE_REF,
             )
-        path = rules.POD_SPEC_PATHS.get((key.group, key.kind))
-        if path:
-            pod: Any = obj
-            for part in path:
-                pod = (pod or {}).get(part) if isinstance(pod, Mapping) else None
-            if isinstance(pod, Mapping):
-                for kind, name in sorted(_pod_references(pod)):
-                    self.edge(step, self.by_key.get(ObjectKey("", kind, key.namespace, name)), rules.POD_REF)
-                if pod.get("priorityClassName"):
-                    pc = ObjectKey("scheduling.k8s.io", "PriorityClass", "", str(pod["priorityClassName"]))
-                    self.edge(step, self.by_key.get(pc), rules.PRIORITY_CLASS)
+        pod = _pod_spec(key, obj)
+        if pod is not None:
+            for kind, name in sorted(_pod_references(pod)):
+                self.edge(step, self.by_key.get(ObjectKey("", kind, key.namespace, name)), rules.POD_REF)
+            if pod.get("priorityClassName"):
+                pc = ObjectKey("scheduling.k8s.io", "PriorityClass", "", str(pod["priorityClassName"]))
+                self.edge(step, self.by_key.get(pc), rules.PRIORITY_CLASS)
+        if (key.group, key.kind) == ("cert-manager.io", "Certificate"):
+            ref = spec.get("issuerRef") or {}
+            if (ref.get("group") or "cert-manager.io") == "cert-manager.io":
+                kind = str(ref.get("kind") or "Issuer")
+                issuer = ObjectKey(
+                    "cert-manager.io", kind, key.namespace if kind == "Issuer" else "", str(ref.get("name"))
+                )
+                self.edge(step, self.by_key.get(issuer), rules.ISSUER)
         if (key.group, key.kind) == ("", "PersistentVolumeClaim") and spec.get("storageClassName"):
             sc = ObjectKey("storage.k8s.io", "StorageClass", "", str(spec["storageClassName"]))
             self.edge(step, self.by_key.get(sc), rules.STORAGE_CLASS)
@@ -303,6 +309,38 @@ class _Builder:
                 for other in steps:
                     if other.key and other.key.group == group and other is not step:
                         self.edge(other, step, rules.APISERVICE)
+
+    def _operators(self, steps: list[Step]) -> None:
+        """A workload waits for the CRDs of its own application that its ServiceAccount may list or watch: see
+        :mod:`kfctl.plan.operands`. Never an edge that closes a cycle (a CRD that itself waits, through
+        others, for the workload)."""
+        grants = Grants({k: s.obj for k, s in self.by_key.items() if s.obj is not None})
+        crds_of: dict[str, list[tuple[Step, str, str]]] = {}
+        for (group, _kind), crd in self.crds.items():
+            crds_of.setdefault(crd.app, []).append((crd, group, self.plurals[(group, _kind)]))
+        for step in steps:
+            assert step.key is not None and step.obj is not None
+            mine = crds_of.get(step.app)
+            pod = _pod_spec(step.key, step.obj)
+            if not mine or pod is None:
+                continue
+            account = service_account(pod)
+            for crd, group, plural in mine:
+                if grants.reads(step.key.namespace, account, group, plural) and not self._waits_for(crd, step):
+                    self.edge(step, crd, rules.OPERAND_CRD)
+
+    def _waits_for(self, src: Step, dst: Step) -> bool:
+        """Does ``src`` wait, directly or through others, for ``dst``? (A CRD waits for little: cheap.)"""
+        seen: set[str] = set()
+        todo = [src.id]
+        while todo:
+            sid = todo.pop()
+            if sid == dst.id:
+                return True
+            if sid not in seen:
+                seen.add(sid)
+                todo.extend(e.dependency for e in self.plan.deps.get(sid, []))
+        return False
 
     def _backend(self, backends: dict[str, Step], config: Step, hook: Mapping[str, Any], inject: Any) -> Step:
         cc = hook.get("clientConfig") or {}
@@ -467,6 +505,15 @@ def _waited_for(applications: Sequence[Application]) -> dict[str, frozenset[str]
                 todo.extend(direct.get(name, ()))
         out[app] = frozenset(seen)
     return out
+
+
+def _pod_spec(key: ObjectKey, obj: Obj) -> Mapping[str, Any] | None:
+    """The pod spec of a pod-template owner (or a bare Pod); None for anything else."""
+    path = rules.POD_SPEC_PATHS.get((key.group, key.kind))
+    pod: Any = obj if path else None
+    for part in path or ():
+        pod = pod.get(part) if isinstance(pod, Mapping) else None
+    return pod if isinstance(pod, Mapping) else None
 
 
 def _pod_references(pod: Mapping[str, Any]) -> Iterable[tuple[str, str]]:

@@ -46,6 +46,10 @@ BACKEND_WORKLOAD = EdgeRule("backend", "the Deployment serving the webhook is Av
 BACKEND_CERT = EdgeRule(
     "backend", "the Certificate whose CA is injected (cert-manager.io/inject-ca-from) is Ready", False
 )
+ISSUER = EdgeRule("issuer", "the issuer it names (issuerRef) is Ready", order_only=False)
+OPERAND_CRD = EdgeRule(
+    "operand-crd", "its ServiceAccount watches that kind: an operator exits until its CRDs are served", False
+)
 BACKEND_CONFIG = EdgeRule("backend", "the webhook configuration is registered", order_only=True)
 APP_MEMBER = EdgeRule(
     "member", "part of the application (it serves no API, so its dependents wait for all of it)", order_only=False
