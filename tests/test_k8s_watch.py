@@ -106,7 +106,7 @@ def test_410_gone_re_lists_and_picks_up_what_changed_meanwhile(cluster: FakeClus
         pytest.param(
             [ApiError(403, 'configmaps is forbidden: User "u" cannot watch resource "configmaps"')],
             "broken",
-            'Denied: 403: configmaps is forbidden: User "u" cannot watch resource "configmaps"',
+            'Forbidden: 403: configmaps is forbidden: User "u" cannot watch resource "configmaps"',
             id="forbidden: given up at once",
         ),
     ],
