@@ -72,6 +72,9 @@ def talking_to(cluster: Cluster, doing: str) -> Iterator[None]:
 
 
 def api_failure(cluster: Cluster, err: ApiError, doing: str) -> ClusterError:
+    # The one reader of HTTP codes above kfctl/k8s/: a webhook's denial (WebhookDenied, whatever its code) reads
+    # here as the code its webhook chose — controller-runtime's 403 as "forbidden", the API server's default 400
+    # as "rejected" — and a 406/409/413 as exit 6; by type these messages and codes would change.
     if err.status == 403:
         # The server's message names the user, the verb, the resource and the namespace.
         return ApiDeniedError(
