@@ -1,8 +1,10 @@
-"""Two edges that keep a first install off the slow path the server's own timing would send it down:
+"""Three edges that keep a first install off the slow path the server's own timing would send it down:
 
 - an operator's workload waits for the CRDs of its application that its ServiceAccount may list or watch (else
   it exits until they are served, and the kubelet's back-off doubles each time);
-- a Certificate waits for the issuer it names (else the Issuer, which nothing waited for, was applied last).
+- a Certificate waits for the issuer it names (else the Issuer, which nothing waited for, was applied last);
+- a workload waits for the Certificate whose Secret its pods mount (its pods cannot start before; the edge gives
+  the Certificate's chain the workload's priority).
 
 Each row: a small bundle, and the exact edges (rule name) of the step in question.
 """
@@ -204,3 +206,44 @@ def test_a_certificate_waits_for_the_issuer_it_names(
 ) -> None:
     got = edges([("app", [certificate(issuer_ref), *issuers])], "Certificate.cert-manager.io ops/serving-cert")
     assert [e for e in got if e[1] == "issuer"] == expected
+
+
+def mounting(secret: str) -> dict[str, Any]:
+    d = deployment()
+    d["spec"]["template"]["spec"]["volumes"] = [{"name": "cert", "secret": {"secretName": secret}}]
+    return d
+
+
+SECRET = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "serving-cert", "namespace": "ops"}}
+CERT_ID = "Certificate.cert-manager.io ops/serving-cert"
+
+
+@pytest.mark.parametrize(
+    ("objects", "expected"),
+    [
+        pytest.param(
+            [mounting("serving-cert"), certificate({"name": "selfsigned"})],
+            [(CERT_ID, "mounts-certificate")],
+            id="mounts the Secret the Certificate makes",
+        ),
+        pytest.param([mounting("other"), certificate({"name": "selfsigned"})], [], id="another Secret"),
+        pytest.param(
+            [mounting("serving-cert"), certificate({"name": "selfsigned"}), SECRET],
+            [],
+            id="the Secret is in the bundle: a pod-ref to it, not to the Certificate",
+        ),
+    ],
+)
+def test_a_workload_waits_for_the_certificate_whose_secret_its_pods_mount(
+    objects: list[dict[str, Any]], expected: list[tuple[str, str]]
+) -> None:
+    got = edges([("app", objects)], OPERATOR_ID)
+    assert [e for e in got if e[0] == CERT_ID] == expected
+
+
+def test_a_certificate_that_waits_for_the_workload_gets_no_edge_back() -> None:
+    cert = certificate({"name": "selfsigned"})
+    cert["metadata"]["annotations"] = {"kfctl.kubeflow.org/depends-on": "Deployment.apps/ops/operator"}
+    objects = [mounting("serving-cert"), cert]
+    assert edges([("app", objects)], CERT_ID) == [(OPERATOR_ID, "hint")]
+    assert CERT_ID not in [dep for dep, _ in edges([("app", objects)], OPERATOR_ID)]

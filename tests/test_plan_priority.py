@@ -40,3 +40,46 @@ def test_a_step_is_as_high_as_the_waits_on_its_longest_chain(step: str, height: 
     )
     order = topological_order(plan)
     assert heights(plan, order, plan.dependents())[step] == height, why
+
+
+def workload(name: str, delay: int | None) -> dict[str, object]:
+    probe = {"readinessProbe": {"httpGet": {"path": "/readyz", "port": 8081}, "initialDelaySeconds": delay}}
+    container = {"name": "manager", "image": "example.com/x:v1", **(probe if delay is not None else {})}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "ops"},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [container]}},
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("delay", "height", "why"),
+    [
+        (None, 1, "no probe: one wait"),
+        (0, 1, "a probe with no delay: one wait"),
+        (30, 31, "its pods cannot be Ready for 30 s: one wait plus 30"),
+    ],
+)
+def test_a_workloads_readiness_delay_weighs_its_wait(delay: int | None, height: int, why: str) -> None:
+    plan = build_plan([("app", [workload("slow", delay)])], depends_on={})
+    assert heights(plan, topological_order(plan), plan.dependents())["Deployment.apps ops/slow"] == height, why
+
+
+def test_a_chain_known_to_be_slow_outranks_a_longer_chain_of_quick_waits() -> None:
+    """Upstream's KServe controller (initialDelaySeconds: 30) behind its ConfigMap ranks above a webhook chain of
+    three quick waits: its ConfigMap is applied first when the slots are few."""
+    slow = workload("slow", 30)
+    slow["spec"]["template"]["spec"]["containers"][0]["envFrom"] = [{"configMapRef": {"name": "slow"}}]
+    objects = [
+        slow,
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "slow", "namespace": "ops"}},
+        *yaml.safe_load(SERVING_BUNDLE),
+    ]
+    plan = build_plan([("app", objects)], depends_on={})
+    height = heights(plan, topological_order(plan), plan.dependents())
+    assert height["ConfigMap ops/slow"] == 31
+    assert height["ConfigMap serving/config"] == 3

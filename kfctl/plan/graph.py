@@ -221,6 +221,7 @@ class _Builder:
             self._structural(step, step.key, step.obj)
         self._webhooks(steps)
         self._operators(steps)
+        self._certificate_mounts(steps)
         self._applications(steps)
         self._admitted_pods(steps)
 
@@ -241,7 +242,7 @@ class _Builder:
                 self.by_key.get(ObjectKey(key.group, str(ref.get("kind")), ns, str(ref.get("name")))),
                 rules.ROLE_REF,
             )
-        pod = _pod_spec(key, obj)
+        pod = pod_spec(key, obj)
         if pod is not None:
             for kind, name in sorted(_pod_references(pod)):
                 self.edge(step, self.by_key.get(ObjectKey("", kind, key.namespace, name)), rules.POD_REF)
@@ -321,13 +322,40 @@ class _Builder:
         for step in steps:
             assert step.key is not None and step.obj is not None
             mine = crds_of.get(step.app)
-            pod = _pod_spec(step.key, step.obj)
+            pod = pod_spec(step.key, step.obj)
             if not mine or pod is None:
                 continue
             account = service_account(pod)
             for crd, group, plural in mine:
                 if grants.reads(step.key.namespace, account, group, plural) and not self._waits_for(crd, step):
                     self.edge(step, crd, rules.OPERAND_CRD)
+
+    def _certificate_mounts(self, steps: list[Step]) -> None:
+        """A workload whose pods use a Secret that no object of the bundle is, but that a Certificate of the
+        bundle makes (``spec.secretName``), is applied after that Certificate (order only: its pods are better
+        created at once, to start the moment the Secret appears, than after the Certificate is Ready). The edge
+        gives the Certificate, its Issuer and cert-manager's webhook the priority of the chain behind them
+        (KServe's controller, whose readiness probe then waits 30 s). Never an edge closing a cycle."""
+        makes: dict[tuple[str, str], Step] = {}
+        for step in steps:
+            key, obj = step.key, step.obj
+            if key and obj and (key.group, key.kind) == ("cert-manager.io", "Certificate"):
+                secret = (obj.get("spec") or {}).get("secretName")
+                if secret:
+                    makes[(key.namespace, str(secret))] = step
+        if not makes:
+            return
+        for step in steps:
+            assert step.key is not None and step.obj is not None
+            pod = pod_spec(step.key, step.obj)
+            if pod is None:
+                continue
+            for kind, name in sorted(_pod_references(pod)):
+                cert = makes.get((step.key.namespace, name)) if kind == "Secret" else None
+                if cert is None or ObjectKey("", "Secret", step.key.namespace, name) in self.by_key:
+                    continue
+                if not self._waits_for(cert, step):
+                    self.edge(step, cert, rules.MOUNTS_CERTIFICATE)
 
     def _waits_for(self, src: Step, dst: Step) -> bool:
         """Does ``src`` wait, directly or through others, for ``dst``? (A CRD waits for little: cheap.)"""
@@ -507,7 +535,7 @@ def _waited_for(applications: Sequence[Application]) -> dict[str, frozenset[str]
     return out
 
 
-def _pod_spec(key: ObjectKey, obj: Obj) -> Mapping[str, Any] | None:
+def pod_spec(key: ObjectKey, obj: Obj) -> Mapping[str, Any] | None:
     """The pod spec of a pod-template owner (or a bare Pod); None for anything else."""
     path = rules.POD_SPEC_PATHS.get((key.group, key.kind))
     pod: Any = obj if path else None

@@ -7,27 +7,48 @@ nothing waits for, and every second it queues is added to the run: its Deploymen
 webhook, and what the webhook admits all wait behind it. Its *height* — how many waits there are on the
 longest chain from it through its dependents — says it matters more than a ConfigMap nothing depends on; a
 step that waits itself ranks above one that does not, so that its wait starts sooner.
+
+A wait's weight is one, plus the seconds its pods' readiness probes are told to wait before their first probe
+(``initialDelaySeconds``, read from the manifest): a wait known to take 30 s outweighs a chain of quick ones. In
+upstream's full platform KServe's controller waits 30 s so; counted as one wait, its chain (its CRDs, then it)
+ranked 34th of 70 CRDs to be created, and the API server, which establishes CRDs roughly in the order they come,
+made the chain's first link wait 22 s under load.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from kfctl.plan.graph import Plan, Step
+from kfctl.objects import Obj, ObjectKey
+from kfctl.plan.graph import Plan, Step, pod_spec
 
 
 def _waits(step: Step) -> int:
-    """1 for a step that holds its dependents until something becomes ready, else 0: an apply alone takes
-    milliseconds, a wait for a controller takes seconds."""
+    """0 for a step that holds nothing up (an apply alone takes milliseconds), else 1 for its wait plus the
+    readiness delay its manifest sets (`readiness_delay`)."""
     if step.kind == "application":
         return 0  # a gate: ready the moment its members are, it adds no time of its own
     if step.kind == "object":
-        return int(step.wait)
+        if not step.wait:
+            return 0
+        return 1 + (readiness_delay(step.key, step.obj) if step.key and step.obj else 0)
     return 1  # a webhook backend or an external application's check
 
 
+def readiness_delay(key: ObjectKey, obj: Obj) -> int:
+    """The longest ``initialDelaySeconds`` of a workload's containers' readiness (or startup) probes: seconds
+    no pod of it can be Ready in, whatever anyone does. 0 for what runs no pods."""
+    pod = pod_spec(key, obj)
+    delays = [
+        int((c.get(probe) or {}).get("initialDelaySeconds") or 0)
+        for c in (pod or {}).get("containers") or []
+        for probe in ("readinessProbe", "startupProbe")
+    ]
+    return max(delays, default=0)
+
+
 def heights(plan: Plan, order: Sequence[str], dependents: Mapping[str, Sequence[str]]) -> dict[str, int]:
-    """Step id → the number of waits on the longest chain from it (itself included) through the steps that
+    """Step id → the weight of the waits on the longest chain from it (itself included) through the steps that
     depend on it: 0 for an object nothing waits for and that waits for nothing. ``order`` is the plan's
     topological order and ``dependents`` its reverse edges (the scheduler has both already): dependents come
     later in the order, so one pass from its end computes it."""

@@ -47,6 +47,9 @@ BACKEND_CERT = EdgeRule(
     "backend", "the Certificate whose CA is injected (cert-manager.io/inject-ca-from) is Ready", False
 )
 ISSUER = EdgeRule("issuer", "the issuer it names (issuerRef) is Ready", order_only=False)
+MOUNTS_CERTIFICATE = EdgeRule(
+    "mounts-certificate", "its pods mount the Secret this Certificate makes (they start once it is issued)", True
+)
 OPERAND_CRD = EdgeRule(
     "operand-crd", "its ServiceAccount watches that kind: an operator exits until its CRDs are served", False
 )
