@@ -358,7 +358,7 @@ class _Builder:
                     self.edge(step, cert, rules.MOUNTS_CERTIFICATE)
 
     def _waits_for(self, src: Step, dst: Step) -> bool:
-        """Does ``src`` wait, directly or through others, for ``dst``? (A CRD waits for little: cheap.)"""
+        """Does ``src`` wait, directly or through others, for ``dst``? (A CRD or a Certificate waits for few: cheap.)"""
         seen: set[str] = set()
         todo = [src.id]
         while todo:
