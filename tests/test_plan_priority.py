@@ -42,7 +42,7 @@ def test_a_step_is_as_high_as_the_waits_on_its_longest_chain(step: str, height: 
     assert heights(plan, order, plan.dependents())[step] == height, why
 
 
-def workload(name: str, delay: int | None) -> dict[str, object]:
+def workload(name: str, delay: object) -> dict[str, object]:
     probe = {"readinessProbe": {"httpGet": {"path": "/readyz", "port": 8081}, "initialDelaySeconds": delay}}
     container = {"name": "manager", "image": "example.com/x:v1", **(probe if delay is not None else {})}
     return {
@@ -62,9 +62,10 @@ def workload(name: str, delay: int | None) -> dict[str, object]:
         (None, 1, "no probe: one wait"),
         (0, 1, "a probe with no delay: one wait"),
         (30, 31, "its pods cannot be Ready for 30 s: one wait plus 30"),
+        ("30s", 1, "malformed: no weight here (the API server's validation names it at apply), no crash"),
     ],
 )
-def test_a_workloads_readiness_delay_weighs_its_wait(delay: int | None, height: int, why: str) -> None:
+def test_a_workloads_readiness_delay_weighs_its_wait(delay: object, height: int, why: str) -> None:
     plan = build_plan([("app", [workload("slow", delay)])], depends_on={})
     assert heights(plan, topological_order(plan), plan.dependents())["Deployment.apps ops/slow"] == height, why
 

@@ -37,12 +37,17 @@ def _waits(step: Step) -> int:
 
 def readiness_delay(key: ObjectKey, obj: Obj) -> int:
     """The longest ``initialDelaySeconds`` of a workload's containers' readiness (or startup) probes: seconds
-    no pod of it can be Ready in, whatever anyone does. 0 for what runs no pods."""
+    no pod of it can be Ready in, whatever anyone does. 0 for what runs no pods. Only a weight: a malformed value
+    counts 0 here, and the API server's validation names it when the object is applied."""
     pod = pod_spec(key, obj)
     delays = [
-        int((c.get(probe) or {}).get("initialDelaySeconds") or 0)
+        delay
         for c in (pod or {}).get("containers") or []
+        if isinstance(c, Mapping)
         for probe in ("readinessProbe", "startupProbe")
+        if isinstance(c.get(probe), Mapping)
+        for delay in [c[probe].get("initialDelaySeconds")]
+        if isinstance(delay, int) and not isinstance(delay, bool)
     ]
     return max(delays, default=0)
 
