@@ -90,6 +90,12 @@ def platform(
     assert json.loads(offline.stdout)["changed"] == []
     plan = kfctl("plan", str(app), kubeconfig=kubeconfig)
     assert plan.code == 0, plan.explain()
+    # Upstream's own RBAC lets KServe's controller watch InferenceServices: it starts once that CRD is served.
+    steps = {st["step"]: st for wave in json.loads(plan.stdout)["waves"] for st in wave}
+    kserve = steps["Deployment.apps kubeflow/kserve-controller-manager"]["dependsOn"]
+    assert ("CustomResourceDefinition.apiextensions.k8s.io inferenceservices.serving.kserve.io", "operand-crd") in {
+        (d["step"], d["rule"]) for d in kserve
+    }, kserve
 
     print("\nwebhooks the stand-in plays (their servers cannot be built here):", *played_webhooks(), sep="\n  ")
     run = kfctl("apply", str(app), "--wait-timeout", "10m", kubeconfig=kubeconfig, timeout=1500)
