@@ -59,7 +59,7 @@ class Row:
 ROWS = [
     pytest.param(
         Row(
-            ("plan", "{app}", "-f", "-"), 0, "Plan: 49 objects in 1 application(s), 4 wave(s)", stdin="{app}/kfdef.yaml"
+            ("plan", "{app}", "-f", "-"), 0, "Plan: 49 objects in 1 application(s), 5 wave(s)", stdin="{app}/kfdef.yaml"
         ),
         id="1-plan-reads-the-kfdef-from-stdin",
     ),

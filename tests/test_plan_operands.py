@@ -67,6 +67,11 @@ def cluster_binding(account: str = "operator", namespace: str = "ops") -> dict[s
     }
 
 
+def namespaced(obj: dict[str, Any], namespace: str = "kubeflow") -> dict[str, Any]:
+    """The object with a ``metadata.namespace``: what Helm charts put on ClusterRoles, and the API server ignores."""
+    return {**obj, "metadata": {**obj["metadata"], "namespace": namespace}}
+
+
 def role_binding_without_subject_namespace() -> dict[str, Any]:
     """A RoleBinding whose subject names no namespace: the binding's own namespace is meant."""
     return {
@@ -130,6 +135,11 @@ NOTHING = ()
             [crd(), deployment(account=None), cluster_role(["list"]), cluster_binding(account="default")],
             WATCHES,
             id="the default ServiceAccount",
+        ),
+        pytest.param(
+            [crd(), deployment(), namespaced(cluster_role(["list"])), cluster_binding()],
+            WATCHES,
+            id="a ClusterRole rendered with a namespace (upstream's Spark operator chart): bound all the same",
         ),
         pytest.param([crd(), deployment(), cluster_role(["list"])], NOTHING, id="role never bound"),
         pytest.param([crd(), deployment()], NOTHING, id="no RBAC: a database, say"),
@@ -247,3 +257,107 @@ def test_a_certificate_that_waits_for_the_workload_gets_no_edge_back() -> None:
     objects = [mounting("serving-cert"), cert]
     assert edges([("app", objects)], CERT_ID) == [(OPERATOR_ID, "hint")]
     assert CERT_ID not in [dep for dep, _ in edges([("app", objects)], OPERATOR_ID)]
+
+
+BINDING_ID = "ClusterRoleBinding.rbac.authorization.k8s.io operator"
+ROLE_BINDING_ID = "RoleBinding.rbac.authorization.k8s.io ops/operator"
+
+
+@pytest.mark.parametrize(
+    ("apps", "expected"),
+    [
+        pytest.param(
+            [("app", [deployment(), cluster_role(["get"]), cluster_binding()])],
+            [(BINDING_ID, "account-binding")],
+            id="a ClusterRoleBinding to its ServiceAccount",
+        ),
+        pytest.param(
+            [("app", [deployment(), role(["get"]), role_binding_without_subject_namespace()])],
+            [(ROLE_BINDING_ID, "account-binding")],
+            id="a RoleBinding whose subject is in the binding's namespace",
+        ),
+        pytest.param(
+            [("app", [deployment(account=None), cluster_role(["get"]), cluster_binding(account="default")])],
+            [(BINDING_ID, "account-binding")],
+            id="the default ServiceAccount",
+        ),
+        pytest.param(
+            [("app", [deployment(), cluster_role(["get"]), cluster_binding(account="other")])],
+            [],
+            id="another ServiceAccount",
+        ),
+        pytest.param(
+            [("app", [deployment(), cluster_role(["get"]), cluster_binding(namespace="elsewhere")])],
+            [],
+            id="a ServiceAccount of the same name in another namespace",
+        ),
+        pytest.param(
+            [("rbac", [cluster_role(["get"]), cluster_binding()]), ("app", [deployment()])],
+            [],
+            id="another application's binding: dependsOn orders applications",
+        ),
+    ],
+)
+def test_a_workload_is_applied_after_the_bindings_of_its_service_account(
+    apps: list[tuple[str, list[dict[str, Any]]]], expected: list[tuple[str, str]]
+) -> None:
+    """KServe's controller, started before its bindings, exited on `configmaps ... is forbidden` and was
+    restarted after a back-off: the bindings come first (order only, as Helm orders RBAC before workloads)."""
+    got = [(dep, rule) for dep, rule in edges(apps, OPERATOR_ID) if "Binding" in dep]
+    assert got == expected
+    rule = build_plan(apps, depends_on={}).deps[OPERATOR_ID]
+    assert all(e.rule.order_only for e in rule if e.rule.name == "account-binding"), "order only: bindings do not wait"
+
+
+def test_a_binding_refers_to_a_cluster_role_rendered_with_a_namespace() -> None:
+    objects = [deployment(), namespaced(cluster_role(["get"])), cluster_binding()]
+    assert edges([("app", objects)], BINDING_ID) == [
+        ("ClusterRole.rbac.authorization.k8s.io kubeflow/operator", "role-ref")
+    ]
+
+
+def config_map(name: str = "operator-config", namespace: str = "ops") -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace}}
+
+
+reads_config_maps = [cluster_role(["get"], [""], ["configmaps"]), cluster_binding()]
+
+
+def mounting(name: str) -> dict[str, Any]:
+    d = deployment()
+    d["spec"]["template"]["spec"]["volumes"] = [{"name": "c", "configMap": {"name": name}}]
+    return d
+
+
+@pytest.mark.parametrize(
+    ("apps", "expected"),
+    [
+        pytest.param(
+            [("app", [deployment(), config_map(), *reads_config_maps])],
+            [("ConfigMap ops/operator-config", "app-config")],
+            id="its ServiceAccount may get ConfigMaps (KServe's reads inferenceservice-config): applied first",
+        ),
+        pytest.param(
+            [("app", [deployment(), config_map()])],
+            [],
+            id="no right to read ConfigMaps: no edge (a namespace of many ConfigMaps stays a small plan)",
+        ),
+        pytest.param(
+            [("app", [mounting("operator-config"), config_map()])],
+            [("ConfigMap ops/operator-config", "pod-ref")],
+            id="referenced by the pod spec: the pod-ref edge it always had",
+        ),
+        pytest.param(
+            [("app", [deployment(), config_map(namespace="other"), *reads_config_maps])], [], id="another namespace"
+        ),
+        pytest.param(
+            [("config", [config_map()]), ("app", [deployment(), *reads_config_maps])],
+            [],
+            id="another application's: left to dependsOn",
+        ),
+    ],
+)
+def test_a_workload_is_applied_after_its_applications_config_in_its_namespace(
+    apps: list[tuple[str, list[dict[str, Any]]]], expected: list[tuple[str, str]]
+) -> None:
+    assert [(dep, rule) for dep, rule in edges(apps, OPERATOR_ID) if dep.startswith("ConfigMap")] == expected

@@ -10,10 +10,11 @@ The planner works offline, from the rendered objects alone; it never talks to th
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -24,7 +25,7 @@ from kfctl.objects import Obj, ObjectKey, key_of
 from kfctl.plan import rules
 from kfctl.plan.duplicates import Copy
 from kfctl.plan.hoist import Hoist, Need, hoisted_steps
-from kfctl.plan.operands import Grants, service_account
+from kfctl.plan.operands import RBAC, Grants, bound_role, role_index, service_account
 from kfctl.plan.podhooks import Reachability, pod_template
 from kfctl.plan.rules import EdgeRule
 from kfctl.plan.selectors import matches
@@ -92,6 +93,9 @@ class Plan:
     # Object steps kfctl makes itself rather than reads from a render (the Secrets it generates, kfctl.secrets):
     # why the plan counts more objects than `generate` rendered.
     generated: frozenset[str] = frozenset()
+    # Workload step id → the custom resources whose status its ServiceAccount writes (they become Ready when it
+    # runs): no edge, only a weight for kfctl.plan.priority (see kfctl.plan.operands).
+    drives: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def objects(self) -> list[Step]:
         return [s for s in self.steps.values() if s.kind == "object"]
@@ -191,6 +195,7 @@ class _Builder:
         self.by_key = by_key
         self.crds: dict[tuple[str, str], Step] = {}  # (group, kind) -> CRD step
         self.plurals: dict[tuple[str, str], str] = dict(rules.BUILTIN_PLURALS)
+        self.roles = role_index(by_key)
         # (step, dependency) pairs drawn: one edge per pair, found in constant time (an application step has
         # an edge to each of its thousands of members).
         self.drawn: set[tuple[str, str]] = {(sid, e.dependency) for sid, edges in plan.deps.items() for e in edges}
@@ -221,7 +226,9 @@ class _Builder:
             self._structural(step, step.key, step.obj)
         self._webhooks(steps)
         self._operators(steps)
+        self._account_bindings(steps)
         self._certificate_mounts(steps)
+        self._status_writers(steps)
         self._applications(steps)
         self._admitted_pods(steps)
 
@@ -234,14 +241,9 @@ class _Builder:
         if key.namespace:
             self.edge(step, self.by_key.get(ObjectKey("", "Namespace", "", key.namespace)), rules.NAMESPACE)
         spec = obj.get("spec") or {}
-        if key.kind in ("RoleBinding", "ClusterRoleBinding") and key.group == "rbac.authorization.k8s.io":
-            ref = obj.get("roleRef") or {}
-            ns = key.namespace if ref.get("kind") == "Role" else ""
-            self.edge(
-                step,
-                self.by_key.get(ObjectKey(key.group, str(ref.get("kind")), ns, str(ref.get("name")))),
-                rules.ROLE_REF,
-            )
+        if key.kind in ("RoleBinding", "ClusterRoleBinding") and key.group == RBAC:
+            role = self.roles.get(bound_role(key, obj.get("roleRef") or {}))
+            self.edge(step, self.by_key.get(role) if role else None, rules.ROLE_REF)
         pod = pod_spec(key, obj)
         if pod is not None:
             for kind, name in sorted(_pod_references(pod)):
@@ -315,20 +317,64 @@ class _Builder:
         """A workload waits for the CRDs of its own application that its ServiceAccount may list or watch: see
         :mod:`kfctl.plan.operands`. Never an edge that closes a cycle (a CRD that itself waits, through
         others, for the workload)."""
-        grants = Grants({k: s.obj for k, s in self.by_key.items() if s.obj is not None})
         crds_of: dict[str, list[tuple[Step, str, str]]] = {}
         for (group, _kind), crd in self.crds.items():
             crds_of.setdefault(crd.app, []).append((crd, group, self.plurals[(group, _kind)]))
-        for step in steps:
-            assert step.key is not None and step.obj is not None
-            mine = crds_of.get(step.app)
-            pod = pod_spec(step.key, step.obj)
-            if not mine or pod is None:
-                continue
+        for step, key, pod in self._workloads(steps):
             account = service_account(pod)
-            for crd, group, plural in mine:
-                if grants.reads(step.key.namespace, account, group, plural) and not self._waits_for(crd, step):
+            for crd, group, plural in crds_of.get(step.app, []):
+                if self.grants.reads(key.namespace, account, group, plural) and not self._waits_for(crd, step):
                     self.edge(step, crd, rules.OPERAND_CRD)
+
+    def _account_bindings(self, steps: list[Step]) -> None:
+        """A workload is applied after what its own application gives it in place of a pod-spec reference (order
+        only, as Helm orders RBAC, ConfigMaps and Secrets before workloads): the RoleBindings and
+        ClusterRoleBindings that name its ServiceAccount, and — when that ServiceAccount may read them — the
+        ConfigMaps and Secrets in its namespace, which a controller may get through the API at start. Another
+        application's are that application's business: an edge to them could close a cycle with ``dependsOn``.
+        (A workload with no such right gets no config edges: a namespace of a thousand ConfigMaps and plain
+        Deployments stays a plan of a few edges each.)"""
+        bound: dict[tuple[str, str, str], list[Step]] = {}  # (application, namespace, account) → bindings
+        config: dict[tuple[str, str], list[Step]] = {}  # (application, namespace) → ConfigMaps and Secrets
+        for step in steps:
+            key, obj = step.key, step.obj
+            assert key is not None and obj is not None
+            if key.group == "" and key.kind in ("ConfigMap", "Secret"):
+                config.setdefault((step.app, key.namespace), []).append(step)
+            if key.group != RBAC or key.kind not in ("RoleBinding", "ClusterRoleBinding"):
+                continue
+            for subject in obj.get("subjects") or []:
+                if isinstance(subject, Mapping) and subject.get("kind") == "ServiceAccount":
+                    holder = (step.app, str(subject.get("namespace") or key.namespace), str(subject.get("name")))
+                    bound.setdefault(holder, []).append(step)
+        for step, key, pod in self._workloads(steps):
+            account = service_account(pod)
+            for binding in bound.get((step.app, key.namespace, account), []):
+                if not self._waits_for(binding, step):
+                    self.edge(step, binding, rules.ACCOUNT_BINDING)
+            for item in config.get((step.app, key.namespace), []):
+                assert item.key is not None
+                plural = rules.BUILTIN_PLURALS[("", item.key.kind)]
+                if self.grants.gets(key.namespace, account, "", plural) and not self._waits_for(item, step):
+                    self.edge(step, item, rules.APP_CONFIG)
+
+    def _status_writers(self, steps: list[Step]) -> None:
+        """``plan.drives``: each workload → the bundle's custom resources that wait and whose kind's status its
+        ServiceAccount may write (see :mod:`kfctl.plan.operands`). Not one it waits for itself: that would rank
+        a chain above its own start."""
+        by_resource: dict[tuple[str, str], list[Step]] = {}
+        for step in steps:
+            assert step.key is not None
+            gk = (step.key.group, step.key.kind)
+            if step.wait and gk in self.crds:
+                by_resource.setdefault((gk[0], self.plurals[gk]), []).append(step)
+        if not by_resource:
+            return
+        for step, key, pod in self._workloads(steps):
+            kinds = self.grants.status_kinds(key.namespace, service_account(pod))
+            driven = [o.id for kind in sorted(kinds) for o in by_resource.get(kind, []) if not self._waits_for(step, o)]
+            if driven:
+                self.plan.drives[step.id] = tuple(driven)
 
     def _certificate_mounts(self, steps: list[Step]) -> None:
         """A workload whose pods use a Secret that no object of the bundle is, but that a Certificate of the
@@ -345,17 +391,27 @@ class _Builder:
                     makes[(key.namespace, str(secret))] = step
         if not makes:
             return
-        for step in steps:
-            assert step.key is not None and step.obj is not None
-            pod = pod_spec(step.key, step.obj)
-            if pod is None:
-                continue
+        for step, key, pod in self._workloads(steps):
             for kind, name in sorted(_pod_references(pod)):
-                cert = makes.get((step.key.namespace, name)) if kind == "Secret" else None
-                if cert is None or ObjectKey("", "Secret", step.key.namespace, name) in self.by_key:
+                cert = makes.get((key.namespace, name)) if kind == "Secret" else None
+                if cert is None or ObjectKey("", "Secret", key.namespace, name) in self.by_key:
                     continue
                 if not self._waits_for(cert, step):
                     self.edge(step, cert, rules.MOUNTS_CERTIFICATE)
+
+    @staticmethod
+    def _workloads(steps: list[Step]) -> Iterator[tuple[Step, ObjectKey, Mapping[str, Any]]]:
+        """(step, key, pod spec) of each step that runs pods."""
+        for step in steps:
+            assert step.key is not None and step.obj is not None
+            pod = pod_spec(step.key, step.obj)
+            if pod is not None:
+                yield step, step.key, pod
+
+    @functools.cached_property
+    def grants(self) -> Grants:
+        """Who may read or write what, from the bundle's RBAC (:mod:`kfctl.plan.operands`)."""
+        return Grants({k: s.obj for k, s in self.by_key.items() if s.obj is not None})
 
     def _waits_for(self, src: Step, dst: Step) -> bool:
         """Does ``src`` wait, directly or through others, for ``dst``? (A CRD or a Certificate waits for few: cheap.)"""

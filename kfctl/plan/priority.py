@@ -13,10 +13,16 @@ A wait's weight is one, plus the seconds its pods' readiness probes are told to 
 upstream's full platform KServe's controller waits 30 s so; counted as one wait, its chain (its CRDs, then it)
 ranked 34th of 70 CRDs to be created, and the API server, which establishes CRDs roughly in the order they come,
 made the chain's first link wait 22 s under load.
+
+A custom resource is Ready when its controller has run, not when it is applied: a workload that writes a kind's
+status (``plan.drives``) heads the chains of those resources too. Without that, cert-manager's controller — which
+nothing waits for by an edge — queued behind a hundred CRDs while the Certificate that KServe's controller mounts
+(and after it that controller's 30 s probe delay) waited for it to issue.
 """
 
 from __future__ import annotations
 
+import graphlib
 from collections.abc import Mapping, Sequence
 
 from kfctl.objects import Obj, ObjectKey
@@ -54,10 +60,21 @@ def readiness_delay(key: ObjectKey, obj: Obj) -> int:
 
 def heights(plan: Plan, order: Sequence[str], dependents: Mapping[str, Sequence[str]]) -> dict[str, int]:
     """Step id → the weight of the waits on the longest chain from it (itself included) through the steps that
-    depend on it: 0 for an object nothing waits for and that waits for nothing. ``order`` is the plan's
-    topological order and ``dependents`` its reverse edges (the scheduler has both already): dependents come
-    later in the order, so one pass from its end computes it."""
+    depend on it or that it drives (``plan.drives``): 0 for an object nothing waits for and that waits for
+    nothing. ``order`` is the plan's topological order and ``dependents`` its reverse edges (the scheduler has
+    both already): dependents come later in the order, so one pass from its end computes it. With drives the
+    pass follows their order instead; should drives close a cycle (two controllers each writing what the other
+    waits for), they are left out: they only weigh, they never order."""
+    after: Mapping[str, Sequence[str]] = dependents
+    sequence: Sequence[str] = list(reversed(order))
+    if plan.drives:
+        joined = {sid: [*dependents[sid], *plan.drives.get(sid, ())] for sid in dependents}
+        try:
+            sequence = list(graphlib.TopologicalSorter(joined).static_order())
+            after = joined
+        except graphlib.CycleError:
+            pass
     out: dict[str, int] = {}
-    for sid in reversed(order):
-        out[sid] = _waits(plan.steps[sid]) + max((out[d] for d in dependents[sid]), default=0)
+    for sid in sequence:
+        out[sid] = _waits(plan.steps[sid]) + max((out[d] for d in after[sid]), default=0)
     return out

@@ -50,6 +50,15 @@ ISSUER = EdgeRule("issuer", "the issuer it names (issuerRef) is Ready", order_on
 MOUNTS_CERTIFICATE = EdgeRule(
     "mounts-certificate", "its pods mount the Secret this Certificate makes (they start once it is issued)", True
 )
+# A workload started before the bindings that grant its ServiceAccount its rights exits on its first "forbidden"
+# (KServe's controller: "cannot get resource configmaps"), and the kubelet restarts it after a back-off.
+ACCOUNT_BINDING = EdgeRule("account-binding", "it binds a role to the workload's ServiceAccount", order_only=True)
+# KServe's controller reads its inferenceservice-config ConfigMap through the API at start, and exits while it is
+# missing: no pod spec says so. Helm applies every ConfigMap and Secret before any workload; so does kfctl within
+# an application and a namespace.
+APP_CONFIG = EdgeRule(
+    "app-config", "a ConfigMap or Secret of its application and namespace (a controller may read it)", True
+)
 OPERAND_CRD = EdgeRule(
     "operand-crd", "its ServiceAccount watches that kind: an operator exits until its CRDs are served", False
 )
