@@ -40,6 +40,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from kfctl.engine.crdgate import CrdGate
 from kfctl.engine.events import Event, EventType, Reporter
 from kfctl.engine.probe import workload_problems
 from kfctl.engine.result import ApplyOptions, ApplyResult, Failure
@@ -168,6 +169,7 @@ class Run:
         self.checks: list[tuple[float, int]] = []  # heap: (next_check, index)
         self.in_flight: dict[Future[Any], Work] = {}
         self.applying = 0
+        self.crd_gate = CrdGate()  # a few CRDs at a time reach Established sooner than eight (kfctl.engine.crdgate)
         self.denied = False
         self.app_objects = plan.sizes()  # a shared object is each of its applications' (plan.copies)
         self.unready = Counter(self.app_objects)  # application → objects not ready yet
@@ -245,6 +247,8 @@ class Run:
         """A step changed state: count it when it is done, and look again at what depends on it."""
         if t.state in TERMINAL:
             self.remaining -= 1
+            for sid in self.crd_gate.done(t.step.id):
+                self.consider(sid)
         elif t.state == "waiting":
             heapq.heappush(self.checks, (t.next_check, t.index))
         for d in self.dependents[t.step.id]:
@@ -258,7 +262,7 @@ class Run:
             _, i = heapq.heappop(self.candidates)
             self.queued.discard(i)
             t = self.tracks[self.order[i]]
-            if t.state != "pending":
+            if t.state != "pending" or not self.crd_gate.admits(t.step):
                 continue
             if self._maybe_start(t, now) == "full":
                 self.consider(t.step.id)
@@ -291,6 +295,7 @@ class Run:
             return "full"
         if t.started is None:
             t.started = now
+            self.crd_gate.started(t.step)
         t.state = "applying"
         t.attempts += 1
         self.applying += 1
