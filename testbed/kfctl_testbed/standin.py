@@ -23,8 +23,11 @@ API server, what these controllers would do in a real cluster:
   PersistentVolume bound to it, deleted again once the claim is gone; a pod the scheduler still holds back for
   its claims after they are all bound gets a wake-up (WAKE_AFTER_SECONDS).
 
-It polls about once a second, survives the cert-manager CRDs not being installed yet, and touches only the
-objects listed above. One stand-in acts per cluster: it holds the Lease kube-system/kfctl-e2e-standin.
+It polls about once a second, and passes over Issuers and Certificates at once when one changes (it watches
+them, as cert-manager's informers do: the chain Issuer → Certificate → the workload mounting its Secret is on
+the critical path of a first install, and a poll per link added seconds real cert-manager does not). It
+survives the cert-manager CRDs not being installed yet, and touches only the objects listed above. One stand-in
+acts per cluster: it holds the Lease kube-system/kfctl-e2e-standin.
 """
 
 from __future__ import annotations
@@ -39,8 +42,9 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,6 +121,9 @@ LEASE_NAMESPACE, LEASE_NAME = "kube-system", "kfctl-e2e-standin"
 WEBHOOK_ADDRESSES = "kfctl-e2e-standin/webhook-addresses"
 LEASE_SECONDS = 15
 POLL_SECONDS = 1.0
+# A change seen by a watch starts the cert-manager lane's next pass at once, but its passes start at most this
+# often (a pass's own status writes wake it again).
+MIN_PASS_GAP_SECONDS = 0.1
 
 CERT_MANAGER = "/apis/cert-manager.io/v1"
 WEBHOOK_CONFIGURATIONS = {
@@ -124,6 +131,8 @@ WEBHOOK_CONFIGURATIONS = {
     "mutating": "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
 }
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+# What wakes a quick pass (Issuers and Certificates) before the next poll: the cert-manager chain's collections.
+WATCHED = (f"{CERT_MANAGER}/issuers", f"{CERT_MANAGER}/clusterissuers", f"{CERT_MANAGER}/certificates")
 
 log = logging.getLogger("standin")
 
@@ -257,16 +266,27 @@ class StandIn:
         self.held_back: dict[str, tuple[float, float, float]] = {}
 
     def reconcile(self) -> None:
-        """One pass over everything; each part, and each object in it, fails alone."""
-        parts = (
-            self.issuers,
-            self.certificates,
+        """One pass over everything (``--once``)."""
+        self.reconcile_cert_manager()
+        self.reconcile_rest()
+
+    def reconcile_cert_manager(self) -> None:
+        """Issuers and Certificates: the lane a watched change wakes (see ``main``)."""
+        self._run(self.issuers, self.certificates)
+
+    def reconcile_rest(self) -> None:
+        """Everything else, once a second: under a first install's load this pass takes seconds (the webhook
+        configurations' and CRDs' CAs), which is why cert-manager's parts have a lane of their own."""
+        self._run(
             self.dynamic_serving_ca_secrets,
             self.webhook_serving_certs,
             self.self_injecting_webhooks,
             self.inject_ca,
             self.volumes,
         )
+
+    def _run(self, *parts: Callable[[], None]) -> None:
+        """Each part, and each object in it, fails alone."""
         for part in parts:
             with self.guard(part.__name__):
                 part()
@@ -784,6 +804,42 @@ def _duration(value: str | None) -> dt.timedelta | None:
     return dt.timedelta(seconds=total) if total else None
 
 
+class Waker:
+    """A thread per watched collection that sets ``changed`` on each of its events: what wakes the loop before
+    its next poll. A collection not served yet (404 before its CRD) or a watch the server ends is watched again
+    a poll later."""
+
+    def __init__(self, api: kube_rest.Client, paths: tuple[str, ...]) -> None:
+        self.api = api
+        self.changed = threading.Event()
+        for path in paths:
+            threading.Thread(target=self._watch, args=(path,), name=f"watch {path}", daemon=True).start()
+
+    def _watch(self, path: str) -> None:
+        while True:
+            try:
+                for _ in self.api.watch(path):
+                    self.changed.set()
+            except Exception as e:  # not served yet, the API server restarting: as the poll, try again
+                log.debug("watch %s: %s", path, e)
+            time.sleep(POLL_SECONDS)
+
+    def wait(self, seconds: float) -> None:
+        """Until a change or ``seconds``, whichever is first; then forget the change (the pass will see it)."""
+        self.changed.wait(max(0.0, seconds))
+        self.changed.clear()
+
+
+def cert_manager_lane(controller: StandIn, waker: Waker, acting: threading.Event) -> None:
+    """Issuers and Certificates, at once when one changes and at least once a second, beside the main loop's
+    slower pass (a thread: the real cert-manager reacts to its informers within milliseconds)."""
+    while True:
+        waker.wait(POLL_SECONDS)
+        if acting.is_set():
+            controller.reconcile_cert_manager()
+        time.sleep(MIN_PASS_GAP_SECONDS)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="kfctl e2e stand-in controller (test code)")
     parser.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"), required="KUBECONFIG" not in os.environ)
@@ -813,22 +869,37 @@ def main(argv: list[str] | None = None) -> int:
     served |= {f"{e.namespace}/{e.service}": webhook_server.address for e in SELF_INJECTING_WEBHOOKS}
     identity = f"{socket.gethostname()}-{os.getpid()}"
     log.info("stand-in %s started against %s; plays %s", identity, args.kubeconfig, served)
-    leading = False
-    while not stopping:
-        started = time.monotonic()
-        try:
-            holding = hold_lease(api, identity, annotations={WEBHOOK_ADDRESSES: json.dumps(served, sort_keys=True)})
-        except Exception as e:  # the API server may be restarting: try again next tick
-            log.warning("lease: %s", e)
-            holding = False
-        if holding != leading:
-            log.info("stand-in %s: %s", identity, "acting" if holding else "another stand-in is acting; waiting")
-            leading = holding
-        if holding:
+    lease_annotations = {WEBHOOK_ADDRESSES: json.dumps(served, sort_keys=True)}
+    if args.once:
+        leading = hold_lease(api, identity, annotations=lease_annotations)
+        if leading:
             controller.reconcile()
-        if args.once:
-            break
-        time.sleep(max(0.05, POLL_SECONDS - (time.monotonic() - started)))
+    else:
+        leading = False
+        acting = threading.Event()  # set while this stand-in holds the lease: the cert-manager lane acts only then
+        cert_manager = StandIn(kube_rest.Client(args.kubeconfig, timeout=15))  # a connection of its own
+        lane = threading.Thread(
+            target=cert_manager_lane, args=(cert_manager, Waker(api, WATCHED), acting), name="cert-manager"
+        )
+        lane.daemon = True
+        lane.start()
+        while not stopping:
+            started = time.monotonic()
+            try:
+                holding = hold_lease(api, identity, annotations=lease_annotations)
+            except Exception as e:  # the API server may be restarting: try again next tick
+                log.warning("lease: %s", e)
+                holding = False
+            if holding != leading:
+                log.info("stand-in %s: %s", identity, "acting" if holding else "another stand-in is acting; waiting")
+                leading = holding
+            if holding:
+                acting.set()
+                controller.reconcile_rest()
+            else:
+                acting.clear()
+            time.sleep(max(0.05, POLL_SECONDS - (time.monotonic() - started)))
+        acting.clear()
     if leading:
         # Hand over at once instead of making the next stand-in wait for the lease to expire.
         try:

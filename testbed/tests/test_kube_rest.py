@@ -247,3 +247,18 @@ def test_webhook_not_answering() -> None:
     assert kube_rest.webhook_not_answering(error(500, 'Internal error occurred: failed calling webhook "w": EOF'))
     assert not kube_rest.webhook_not_answering(error(400, 'admission webhook "w" denied the request'))
     assert not kube_rest.webhook_not_answering(error(500, "etcdserver: request timed out"))
+
+
+def test_watch_yields_each_event_line_on_a_connection_of_its_own(api: kube_rest.Client, server: Server) -> None:
+    events = [{"type": "ADDED", "object": {"metadata": {"name": "a"}}}, {"type": "MODIFIED", "object": {}}]
+    server.answers["/prefix/apis/cert-manager.io/v1/certificates"] = (200, "\n".join(map(json.dumps, events)) + "\n")
+    assert list(api.watch("/apis/cert-manager.io/v1/certificates", timeout_seconds=7)) == events
+    [seen] = server.seen
+    assert seen.path == "/prefix/apis/cert-manager.io/v1/certificates?watch=1&timeoutSeconds=7"
+    assert seen.headers["Authorization"] == f"Bearer {TOKEN}"
+
+
+def test_watch_of_a_collection_not_served_is_an_api_error(api: kube_rest.Client) -> None:
+    with pytest.raises(kube_rest.ApiError) as e:
+        list(api.watch("/apis/cert-manager.io/v1/issuers"))
+    assert e.value.status == 404
