@@ -3,8 +3,9 @@
 Follow one object from pending to healthy (kfctl/engine/README.md tells the same path in one paragraph):
 
 1. :meth:`Run.consider` queues a pending step when something it depends on changed state; the loop's
-   :meth:`Run._start_candidates` looks at it, and :meth:`Run._maybe_start` starts it once every dependency is
-   ready — or, for an order-only rule, applied. Starting is the step's own: each kind of step
+   :meth:`Run._start_candidates` looks at it (a CRD only while fewer than three are in flight,
+   :mod:`kfctl.engine.crdgate`), and :meth:`Run._maybe_start` starts it once every dependency is ready — or, for
+   an order-only rule, applied. Starting is the step's own: each kind of step
    (:mod:`kfctl.engine.steps`) picks one of the run's three ways. An :class:`~kfctl.engine.steps.ObjectStep`
    asks for :meth:`Run.start_apply`, which waits for a free apply slot (when slots are few, the step with the
    longest chain of waits from it goes first, :mod:`kfctl.plan.priority`) and hands an
