@@ -238,3 +238,23 @@ def test_plan_graph_reads_kfctl_plan_json() -> None:
         ]
     }
     assert plan_graph(plan) == Graph({NS: [], HOOK_BACKEND: [(NS, True)]}, {NS: ("", "Namespace", "", "cert-manager")})
+
+
+def test_a_workload_mounting_a_certificates_secret_begins_when_the_certificate_is_ready() -> None:
+    """kfctl applies the workload as soon as the Certificate is applied (order only), but its pods start only once
+    the Secret exists: on the path the Certificate's readiness gates it, so the Certificate's wait is counted."""
+    plan = {
+        "waves": [
+            [{"step": CERT, "object": {"kind": "Certificate", "namespace": "kubeflow", "name": "serving-cert"}}],
+            [
+                {
+                    "step": KSERVE,
+                    "dependsOn": [
+                        {"step": CERT, "rule": "mounts-certificate", "orderOnly": True},
+                        {"step": CM, "rule": "app-config", "orderOnly": True},
+                    ],
+                }
+            ],
+        ]
+    }
+    assert plan_graph(plan).deps[KSERVE] == [(CERT, False), (CM, True)]
