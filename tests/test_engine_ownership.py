@@ -445,3 +445,68 @@ def test_what_an_earlier_delete_released_is_plain_to_another_install_and_this_on
     same = ownership.scan(cluster, bundle, applyset_id=OURS, inventory=None)
     assert (same.foreign, same.shared) == ([], [])
     assert same.live[ns] is not None and same.live[pvc] is not None
+
+
+def _ours(name: str) -> Obj:
+    return labels.prepare(obj("v1", "ConfigMap", name, "demo"), applyset_id=OURS, kfdef_name="d", application="app")
+
+
+@pytest.mark.parametrize(
+    ("existing", "recorded", "requests", "live"),
+    [
+        pytest.param(
+            [], False, ["metadata"], {"a": None, "b": None}, id="first install: one metadata list, no labelled one"
+        ),
+        pytest.param(
+            [obj("v1", "ConfigMap", "a", "demo", labels=HELM, annotations=HELM_NOTES)],
+            False,
+            ["metadata"],
+            {"b": None},
+            id="first install beside a foreign object: still one list",
+        ),
+        pytest.param(
+            [_ours("a")], True, ["labelled", "metadata"], {"a": "ours", "b": None}, id="recorded kind: labelled first"
+        ),
+        pytest.param(
+            [_ours("a"), _ours("b")], True, ["labelled"], {"a": "ours", "b": "ours"}, id="re-apply: one labelled list"
+        ),
+        pytest.param(
+            [_ours("a")],
+            False,
+            ["metadata", "labelled", "metadata"],
+            {"a": "ours", "b": None},
+            id="inventory deleted by hand, our label found: the labelled list follows",
+        ),
+    ],
+)
+def test_a_kind_the_inventory_records_nothing_of_is_scanned_with_one_list(
+    existing: list[Obj], recorded: bool, requests: list[str], live: dict[str, str | None]
+) -> None:
+    """apply records an object in the inventory before its first write, so a kind without a recorded member holds
+    nothing of this install: its metadata list alone sorts the bundle (a first install reads each kind once)."""
+    cluster = FakeCluster()
+    for o in existing:
+        cluster.put(o)
+    calls: list[str] = []
+    real_list = cluster.list
+
+    def listed(api_version: str, kind: str, **kw: Any) -> list[Obj]:
+        calls.append("labelled" if kw.get("label_selector") else "list")
+        return real_list(api_version, kind, **kw)
+
+    def metadata(api_version: str, kind: str, *, namespace: str | None = None) -> list[Obj]:
+        calls.append("metadata")
+        return [{**o, "metadata": o["metadata"]} for o in real_list(api_version, kind, namespace=namespace)]
+
+    cluster.list = listed  # type: ignore[method-assign]
+    cluster.list_metadata = metadata  # type: ignore[method-assign]
+    inv = None
+    if recorded:
+        inv = Inventory("kfctl-d", "demo", "c")
+        key = ObjectKey("", "ConfigMap", "demo", "a")
+        inv.members[key] = Member(key, "app", "")
+    bundle = [("app", obj("v1", "ConfigMap", n, "demo")) for n in ("a", "b")]
+    found = ownership.scan(cluster, bundle, applyset_id=OURS, inventory=inv)
+    assert calls == requests
+    got = {k.name: (None if v is None else "ours" if labels.owned_by(v, OURS) else "?") for k, v in found.live.items()}
+    assert got == live

@@ -304,6 +304,33 @@ def test_first_apply_generates_the_secret_before_the_workload_and_never_shows_a_
     assert "db-secret" not in (tmp_path / "app" / "rendered" / "db.yaml").read_text().split("secretKeyRef")[0]
 
 
+@pytest.mark.parametrize("run", ["first apply", "re-apply", "secret deleted by hand"])
+def test_the_secret_and_its_claim_are_read_from_the_ownership_scan_not_again(
+    tmp_path: Path, tiny: Catalog, run: str
+) -> None:
+    """The ownership scan has just listed both under the same lock: a GET of each would only cost requests."""
+    kfdef = write_app(tmp_path / "app", tiny)
+    cluster = fake()
+    if run != "first apply":
+        apply(kfdef, tiny, cluster)
+    if run == "secret deleted by hand":
+        cluster.objects.pop(SECRET)
+    read: list[ObjectKey] = []
+    real_get = cluster.get
+
+    def get(api_version: str, kind: str, *, namespace: str, name: str) -> Any:
+        read.append(ObjectKey("", kind, namespace, name))
+        return real_get(api_version, kind, namespace=namespace, name=name)
+
+    cluster.get = get  # type: ignore[method-assign]
+    log = EventLog()
+    apply(kfdef, tiny, cluster, log)
+    assert SECRET not in read and PVC not in read, read
+    assert len(values(cluster)["password"]) == 24
+    orphaned = [e.message for e in log.of("Generated") if "warning" in e.message]
+    assert len(orphaned) == (run == "secret deleted by hand")
+
+
 def test_reapply_writes_nothing_and_keeps_every_value(tmp_path: Path, tiny: Catalog) -> None:
     kfdef = write_app(tmp_path / "app", tiny)
     cluster = fake()

@@ -214,8 +214,8 @@ def _read(run: _Run) -> None:
     _refuse_pruning_externals(run.old, kfdef)
     with talking_to(cluster, "reading the generated Secrets"):
         # Under the lock: two runs must not draw two passwords. In memory only, never in a file.
-        bundle = run.bundle
-        run.bundle = persist(lambda: with_secret_values(cluster, bundle, run.reporter))
+        bundle, live = run.bundle, run.found.live
+        run.bundle = persist(lambda: with_secret_values(cluster, bundle, run.reporter, known=live))
 
 
 def _record_old_and_new(run: _Run) -> None:

@@ -8,7 +8,7 @@ engine fills from the generated files (which hold no Secret): same objects, same
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,16 +20,19 @@ from kfctl.engine import drift, inventory, labels
 from kfctl.engine.events import Event, Reporter
 from kfctl.errors import PlanError
 from kfctl.k8s.api import Cluster
+from kfctl.objects import Obj, ObjectKey
 from kfctl.secrets.brought import check_brought
 from kfctl.secrets.declared import Declared, declared, shell
 from kfctl.secrets.report import SecretState, secret_state
 from kfctl.secrets.values import SecretValues, read_values, with_data
 
 
-def with_secret_values(cluster: Cluster, bundle: Bundle, reporter: Reporter) -> Bundle:
+def with_secret_values(
+    cluster: Cluster, bundle: Bundle, reporter: Reporter, *, known: Mapping[ObjectKey, Obj | None] | None = None
+) -> Bundle:
     """The bundle with its generated Secrets' data: the cluster's values, the missing keys drawn (reported by
-    name). Call it under the install's lock, after the ownership check."""
-    values = read_values(cluster, bundle.secrets)
+    name). Call it under the install's lock, after the ownership check (``known``: what that check read)."""
+    values = read_values(cluster, bundle.secrets, known=known)
     report_drawn(reporter, bundle.secrets, values)
     return bundle.with_secret_values(values)
 

@@ -10,7 +10,11 @@ one's marks is shared as it always was, but recorded as adopted: kfctl did not c
 delete it by default.
 
 Reads cost one labelled LIST per kind (our objects, whole) and, only for bundle objects not found in it, one
-metadata-only LIST per kind and namespace. This module only reads.
+metadata-only LIST per kind (across namespaces, or per namespace where the user may not list everywhere). A kind
+the inventory records no member of starts with the metadata LIST instead: apply records an object in the
+inventory before it first writes it, so such a kind holds nothing of ours (a first install: one LIST per kind,
+not two), and the labelled LIST follows only if that list shows our label after all (an inventory deleted by
+hand). This module only reads.
 """
 
 from __future__ import annotations
@@ -122,10 +126,18 @@ def scan(
         key = key_of(obj)
         kinds.setdefault((key.group, key.kind), []).append((key, app, obj))
     recorded = {k: m.uid for k, m in (inventory.members.items() if inventory else ()) if m.uid}
+    recorded_kinds = frozenset((k.group, k.kind) for k in (inventory.members if inventory else ()))
     result = Scan()
 
     def one(members: Sequence[tuple[ObjectKey, str, Obj]]) -> Scan:
-        return _scan_kind(cluster, members, applyset_id=applyset_id, recorded=recorded)
+        first = members[0][0]
+        return _scan_kind(
+            cluster,
+            members,
+            applyset_id=applyset_id,
+            recorded=recorded,
+            maybe_ours=(first.group, first.kind) in recorded_kinds,
+        )
 
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kfctl-scan") as pool:
         for part in pool.map(one, kinds.values()):
@@ -143,13 +155,37 @@ def _scan_kind(
     *,
     applyset_id: str,
     recorded: Mapping[ObjectKey, str],
+    maybe_ours: bool = True,
 ) -> Scan:
+    """``maybe_ours``: the inventory records objects of this kind. Without any, the metadata list alone sorts the
+    members, unless it shows our label on one of them."""
     out = Scan()
     first = members[0][0]
     res = _resource(cluster, str(members[0][2].get("apiVersion", "")), first)
     if res is None:  # the kind is not served: its CRD is not installed, so no object of it exists
         out.live.update({key: None for key, _, _ in members})
         return out
+    if not maybe_ours:
+        try:
+            listed = _metadata_where(cluster, res, sorted({_stored_at(key, res)[0] for key, _, _ in members}))
+        except ApiError as e:
+            if e.status not in NOT_ALLOWED:
+                raise
+            return _scan_each(cluster, res, members, applyset_id=applyset_id, recorded=recorded)
+        seen = {_where(item, res): item for item in listed}
+        if not any(labels.owned_by(seen.get(_stored_at(key, res), {}), applyset_id) for key, _, _ in members):
+            for key, app, _ in members:
+                _sort(
+                    cluster,
+                    res,
+                    key,
+                    app,
+                    seen.get(_stored_at(key, res)),
+                    out,
+                    recorded=recorded,
+                    applyset_id=applyset_id,
+                )
+            return out
     try:
         ours = cluster.list(res.api_version, first.kind, label_selector=f"{labels.PART_OF}={applyset_id}")
     except ApiError as e:

@@ -49,9 +49,24 @@ class SecretValues:
 
 
 def read_values(
-    cluster: Cluster, wanted: Iterable[Declared], *, make: Callable[[SecretKey], str] = draw
+    cluster: Cluster,
+    wanted: Iterable[Declared],
+    *,
+    make: Callable[[SecretKey], str] = draw,
+    known: Mapping[ObjectKey, Obj | None] | None = None,
 ) -> SecretValues:
-    """Reads each generated Secret; keeps every value it holds and draws (or sets, for a fixed key) the rest."""
+    """Reads each generated Secret; keeps every value it holds and draws (or sets, for a fixed key) the rest.
+
+    ``known``: what apply's ownership scan read moments before under the same lock (an object of this install,
+    whole, or None for absent): a Secret or claim found there is not read again."""
+    seen = known or {}
+
+    def get(kind: str, namespace: str, name: str) -> Obj | None:
+        key = ObjectKey("", kind, namespace, name)
+        if key in seen:
+            return seen[key]
+        return cluster.get("v1", kind, namespace=namespace, name=name)
+
     data: dict[ObjectKey, dict[str, str]] = {}
     drawn: dict[ObjectKey, tuple[str, ...]] = {}
     fixed: dict[ObjectKey, tuple[str, ...]] = {}
@@ -61,7 +76,7 @@ def read_values(
     for secret in wanted:
         if not secret.generated:
             continue
-        live = cluster.get("v1", "Secret", namespace=secret.namespace, name=secret.name)
+        live = get("Secret", secret.namespace, secret.name)
         have = (live or {}).get("data") or {}
         out: dict[str, str] = {}
         for key in secret.spec.keys:
@@ -77,11 +92,7 @@ def read_values(
         shared[secret.key] = tuple(k for k in carried[secret.key] if _decoded(have[k]) in FORMER_DEFAULTS)
         # Drawn while the data stays: the volume was initialised with values this install no longer has.
         claim = secret.spec.protects
-        if (
-            drawn[secret.key]
-            and claim
-            and cluster.get("v1", "PersistentVolumeClaim", namespace=secret.namespace, name=claim) is not None
-        ):
+        if drawn[secret.key] and claim and get("PersistentVolumeClaim", secret.namespace, claim) is not None:
             orphaned[secret.key] = claim
     return SecretValues(data, drawn, fixed, carried, shared, orphaned)
 
