@@ -473,9 +473,9 @@ def _ours(name: str) -> Obj:
         pytest.param(
             [_ours("a")],
             False,
-            ["metadata", "labelled", "metadata"],
+            ["metadata", "labelled"],
             {"a": "ours", "b": None},
-            id="inventory deleted by hand, our label found: the labelled list follows",
+            id="inventory deleted by hand, our label found: the labelled list follows, metadata not read again",
         ),
     ],
 )

@@ -14,7 +14,7 @@ metadata-only LIST per kind (across namespaces, or per namespace where the user 
 the inventory records no member of starts with the metadata LIST instead: apply records an object in the
 inventory before it first writes it, so such a kind holds nothing of ours (a first install: one LIST per kind,
 not two), and the labelled LIST follows only if that list shows our label after all (an inventory deleted by
-hand). This module only reads.
+hand); the metadata list already read serves what the labelled one does not find. This module only reads.
 """
 
 from __future__ import annotations
@@ -165,6 +165,7 @@ def _scan_kind(
     if res is None:  # the kind is not served: its CRD is not installed, so no object of it exists
         out.live.update({key: None for key, _, _ in members})
         return out
+    others: dict[tuple[str, str], Obj] | None = None  # the metadata list, once read
     if not maybe_ours:
         try:
             listed = _metadata_where(cluster, res, sorted({_stored_at(key, res)[0] for key, _, _ in members}))
@@ -172,27 +173,17 @@ def _scan_kind(
             if e.status not in NOT_ALLOWED:
                 raise
             return _scan_each(cluster, res, members, applyset_id=applyset_id, recorded=recorded)
-        seen = {_where(item, res): item for item in listed}
-        if not any(labels.owned_by(seen.get(_stored_at(key, res), {}), applyset_id) for key, _, _ in members):
-            for key, app, _ in members:
-                _sort(
-                    cluster,
-                    res,
-                    key,
-                    app,
-                    seen.get(_stored_at(key, res)),
-                    out,
-                    recorded=recorded,
-                    applyset_id=applyset_id,
-                )
-            return out
-    try:
-        ours = cluster.list(res.api_version, first.kind, label_selector=f"{labels.PART_OF}={applyset_id}")
-    except ApiError as e:
-        if e.status not in NOT_ALLOWED:
-            raise
-        return _scan_each(cluster, res, members, applyset_id=applyset_id, recorded=recorded)
-    found = {_where(item, res): item for item in ours}
+        others = {_where(item, res): item for item in listed}
+        maybe_ours = any(labels.owned_by(others.get(_stored_at(key, res), {}), applyset_id) for key, _, _ in members)
+    found: dict[tuple[str, str], Obj] = {}
+    if maybe_ours:
+        try:
+            ours = cluster.list(res.api_version, first.kind, label_selector=f"{labels.PART_OF}={applyset_id}")
+        except ApiError as e:
+            if e.status not in NOT_ALLOWED:
+                raise
+            return _scan_each(cluster, res, members, applyset_id=applyset_id, recorded=recorded)
+        found = {_where(item, res): item for item in ours}
     missing = [(key, app) for key, app, _ in members if _stored_at(key, res) not in found]
     for key, _, _ in members:
         item = found.get(_stored_at(key, res))
@@ -200,15 +191,15 @@ def _scan_kind(
             out.live[key] = _trim(item, key.kind)
     if not missing:
         return out
-    others: dict[tuple[str, str], Obj] = {}
-    try:
-        for item in _metadata_where(cluster, res, sorted({_stored_at(key, res)[0] for key, _ in missing})):
-            others[_where(item, res)] = item
-    except ApiError as e:
-        if e.status not in NOT_ALLOWED:
-            raise
-        rest: list[tuple[ObjectKey, str, Obj]] = [(k, a, {}) for k, a in missing]
-        return _scan_each(cluster, res, rest, applyset_id=applyset_id, recorded=recorded, into=out)
+    if others is None:
+        try:
+            listed = _metadata_where(cluster, res, sorted({_stored_at(key, res)[0] for key, _ in missing}))
+        except ApiError as e:
+            if e.status not in NOT_ALLOWED:
+                raise
+            rest: list[tuple[ObjectKey, str, Obj]] = [(k, a, {}) for k, a in missing]
+            return _scan_each(cluster, res, rest, applyset_id=applyset_id, recorded=recorded, into=out)
+        others = {_where(item, res): item for item in listed}
     for key, app in missing:
         _sort(cluster, res, key, app, others.get(_stored_at(key, res)), out, recorded=recorded, applyset_id=applyset_id)
     return out
