@@ -15,7 +15,7 @@ TOOLS  := $(shell e2e/build-binaries --print-bin-dir 2>/dev/null)
 export PATH := $(TOOLS):$(CURDIR)/$(BIN):$(PATH)
 export GOTOOLCHAIN := local
 
-.PHONY: setup tools demo demo-down test lint unit clean
+.PHONY: setup tools bytecode demo demo-down test lint unit clean
 
 $(BIN)/.installed: pyproject.toml setup.py testbed/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,11 +26,17 @@ $(BIN)/.installed: pyproject.toml setup.py testbed/pyproject.toml
 tools:
 	e2e/build-binaries --operators --flux
 
-setup: $(BIN)/.installed tools
+# An editable install compiles nothing, and with PYTHONDONTWRITEBYTECODE set (CI images often set it) Python never
+# writes bytecode either: every kfctl command would compile its 157 modules again, 0.2-0.4 s of each start-up.
+# Compile them as a wheel install does (only what changed since; a stale file is recompiled in memory, not used).
+bytecode: $(BIN)/.installed
+	$(BIN)/python -m compileall -q kfctl testbed/kfctl_testbed
+
+setup: $(BIN)/.installed bytecode tools
 
 # The demo builds only what it runs (the control plane, the three operators of the kind platform's defaults);
 # make test builds the rest (helm, other releases, JobSet, Trainer, Flux).
-demo: $(BIN)/.installed
+demo: $(BIN)/.installed bytecode
 	e2e/build-binaries --demo
 	e2e/cluster up
 	$(BIN)/kfctl init $(DEMO) --platform kind --force
