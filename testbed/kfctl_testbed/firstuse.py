@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kfctl_testbed.gobuild.run import GO_ENV
+
 log = logging.getLogger("runtime")
 
 # A release tag as upstream tags its images: v1.2.3 (or 1.2.3), with an optional pre-release suffix.
@@ -243,7 +245,8 @@ class FirstUseBuilds:
 
 
 def go_env() -> dict[str, str]:
-    return {**os.environ, "GOTOOLCHAIN": "local", "CGO_ENABLED": "0", "GOFLAGS": "-mod=mod -buildvcs=false"}
+    """The build recipes' environment (kfctl_testbed.gobuild.run.GO_ENV), with -mod=mod: the module is made here."""
+    return {**os.environ, **GO_ENV, "GOFLAGS": f"-mod=mod {GO_ENV['GOFLAGS']}"}
 
 
 def download(want: Wanted, work: Path, go: Go) -> dict[str, str]:
