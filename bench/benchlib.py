@@ -68,10 +68,16 @@ def install_kfctl() -> None:
     """`pip install .` of this checkout into :data:`USER_VENV` (made the first time, with kfctl's dependencies; later
     only kfctl is reinstalled, so the bench measures the tree as it is). Untimed: about 15 s."""
     pip = [str(USER_VENV / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    steps = [[*pip, "--no-deps", "--force-reinstall", str(REPO)]]
     if not (USER_VENV / "bin" / "python").exists():
-        subprocess.run([sys.executable, "-m", "venv", str(USER_VENV)], check=True)
-        subprocess.run([*pip, str(REPO)], check=True)
-    subprocess.run([*pip, "--no-deps", "--force-reinstall", str(REPO)], check=True)
+        steps[:0] = [[sys.executable, "-m", "venv", str(USER_VENV)], [*pip, str(REPO)]]
+    for argv in steps:
+        out = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if out.returncode != 0:
+            raise SystemExit(
+                f"installing kfctl into {USER_VENV} failed ({' '.join(argv[:4])} …):\n{out.stderr[-2000:]}\n"
+                f"remove {USER_VENV} and run the bench again"
+            )
 
 
 def kfctl_argv(*args: str) -> list[str]:
