@@ -2,10 +2,9 @@
 
 Per cache dir: one build at a time (a flock on <dir>/.lock: several e2e sessions may start together), into a scratch
 dir inside it that is renamed into place, so a cache never holds half a binary. The go commands run with the
-environment the recipes were measured with (GOTOOLCHAIN=local, CGO_ENABLED=0, GOFLAGS=-buildvcs=false, GOGC=400);
-their output goes to stderr, so stdout stays the caller's (cli prints the dirs there). Progress goes to `log`, one line
-per build, with a cold build's estimate when it starts and its time when it ends; besides go's own output, this
-module prints nothing.
+environment the recipes were measured with (``GO_ENV``); their output goes to stderr, so stdout stays the caller's
+(cli prints the dirs there). Progress goes to `log`, one line per build, with a cold build's estimate when it starts
+and its time when it ends; besides go's own output, this module prints nothing.
 """
 
 from __future__ import annotations
@@ -33,7 +32,16 @@ Log = Callable[[str], None]
 # GOGC=400: the compiler collects garbage four times less often. It changes no output (the same binary, byte for
 # byte) and so no cache key; a cold helm build took 141 s instead of 162-173 s, kwok 162 s instead of 192 s (-13 to
 # -18 %), their largest process 0.92 and 1.10 GB instead of 0.81 and 1.01 GB.
-GO_ENV = {"GOTOOLCHAIN": "local", "CGO_ENABLED": "0", "GOFLAGS": "-buildvcs=false", "GOGC": "400"}
+# -gcflags=all=-dwarf=false: the compiler writes no debug information, which the linker's -w threw away anyway. The
+# code is the same; the build ID and the recorded flags differ, and no cache key names flags, so a warm cache stays
+# valid. Measured on top of GOGC=400 (cold, modules downloaded): helm 118 s instead of 133 s, kwok 147 s instead
+# of 161 s (-9 to -11 %). In GOFLAGS, so every build takes it (go mod and go list ignore it).
+GO_ENV = {
+    "GOTOOLCHAIN": "local",
+    "CGO_ENABLED": "0",
+    "GOFLAGS": "-buildvcs=false -gcflags=all=-dwarf=false",
+    "GOGC": "400",
+}
 
 
 @dataclass(frozen=True)
