@@ -87,13 +87,21 @@ def wait_gone(
     except polling.PollTimeout as timed_out:
         where = ["-n", namespace] if namespace else []
         left = kubectl(kubeconfig, "get", *where, *what, "-o", "json", check=False)
-        status = json.loads(left).get("status", {}) if left.strip() else {}
+        obj = json.loads(left) if left.strip() else {}
+        status = obj.get("status", {})
+        meta = obj.get("metadata", {})
+        # Never deleted, or deleted and made again? Its creation and who wrote it tell (issue 29, item 2).
+        writers = [(m.get("manager"), m.get("operation"), m.get("time")) for m in meta.get("managedFields") or []]
+        history = (
+            f"; created {meta.get('creationTimestamp')}, deletionTimestamp {meta.get('deletionTimestamp')}, "
+            f"written by {writers}, annotations {sorted(meta.get('annotations') or {})}"
+        )
         said = ""
         if deleted is not None:
             subject = f"{what[0].capitalize()} {what[-1]}"
             lines = [f"{e['event']}: {e['message']}" for e in deleted.events if e["subject"] == subject]
             said = f"; kfctl delete (exit {deleted.code}) said of {subject}: {lines or 'nothing'}"
-        pytest.fail(f"{timed_out}; its status: {status}{said}", pytrace=False)
+        pytest.fail(f"{timed_out}; its status: {status}{history}{said}", pytrace=False)
 
 
 def configmap(name: str, ns: str, value: str = "") -> dict[str, Any]:
