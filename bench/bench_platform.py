@@ -32,6 +32,7 @@ from __future__ import annotations
 import itertools
 import json
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,9 @@ class PlatformFigures:
     check_peer: Samples = field(default_factory=Samples)  # B9 peer: kubectl wait + dry-run creates
     check_verdicts: list[str] = field(default_factory=list)
     scheduling_p95: Samples = field(default_factory=Samples)
+    # Goal S explained: every run's latencies by bucket, and those over 0.5 s by cause (kfctl.plan.latency), summed
+    scheduling_histogram: Counter[str] = field(default_factory=Counter)
+    scheduling_causes: Counter[str] = field(default_factory=Counter)
     # The readiness critical path the server recorded (bench/readiness_path.py) and each side's overhead over it
     kfctl_path: Samples = field(default_factory=Samples)
     kfctl_overhead: Samples = field(default_factory=Samples)
@@ -266,6 +270,8 @@ def kfctl_install(
         figs.scheduling_median.add(float(latency["median"]))
         figs.scheduling_max.add(float(latency["max"]))
         figs.scheduling_p95.add(float(latency["p95"]))
+        figs.scheduling_histogram.update(latency.get("histogram") or {})
+        figs.scheduling_causes.update(latency.get("longByCause") or {})
     events = [d for d in first.json_lines() if "event" in d]
     applied = [d["ts"] for d in events if d["event"] in ("Created", "Configured", "Unchanged")]
     # Events carry wall-clock stamps; the process took `seconds` and its last event came just before exit.

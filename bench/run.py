@@ -126,10 +126,19 @@ def readiness_rows(
                 "",
                 "p95 ≤ 0.5 s, max ≤ 1 s",
                 verdict(ok),
-                what,
+                f"{what}; {latency_histogram(p)}",
             )
         )
     return rows
+
+
+def latency_histogram(p: bench_platform.PlatformFigures) -> str:
+    """Every run's latencies by bucket, and those over 0.5 s by cause: queued for the CRD gate or an apply slot
+    (the scheduler had the step, the slots were busy), or the request's own time."""
+    runs = len(p.scheduling_p95.values)
+    buckets = ", ".join(f"{k} {v}" for k, v in p.scheduling_histogram.items())
+    causes = ", ".join(f"{k} {v}" for k, v in sorted(p.scheduling_causes.items())) or "none"
+    return f"steps per bucket over {runs} run(s): {buckets or '-'}; over 0.5 s by cause: {causes}"
 
 
 def main() -> int:

@@ -39,7 +39,7 @@ from kfctl.k8s.errors import KubeError
 from kfctl.objects import ObjectKey
 from kfctl.plan.critical import Segment, critical_path
 from kfctl.plan.graph import Plan, application_id
-from kfctl.plan.latency import Latency, scheduling_latencies, summarize
+from kfctl.plan.latency import Latency, queue_waits, scheduling_latencies, summarize
 from kfctl.secrets.brought import check_brought
 
 T = TypeVar("T")
@@ -317,7 +317,11 @@ def _summarize(run: _Run) -> None:
     summary.applications = application_rows(plan, result, pruned, offset=run.since_start)
     summary.shared = sum(1 for step in plan.objects() if step.id in plan.copies) + sum(1 for m in gone if m.also_in)
     summary.critical_path = critical_path(plan, result.ready_at)
-    summary.scheduling = summarize(scheduling_latencies(plan, result.ready_at, result.applied_at))
+    summary.scheduling = summarize(
+        scheduling_latencies(plan, result.ready_at, result.applied_at),
+        plan=plan,
+        queued=queue_waits(plan, result.ready_at, result.applied_at, result.started_at),
+    )
     summary.error = _error(result, run.removed)
     summary.seconds = time.monotonic() - run.start
     summary.requests = run.cluster.stats.as_dict()

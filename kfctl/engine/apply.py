@@ -102,4 +102,6 @@ class Engine:
         result.seconds = self.clock() - start
         result.ready_at = {sid: t.ready_at - start for sid, t in run.tracks.items() if t.ready_at is not None}
         result.applied_at = {sid: t.applied_at - start for sid, t in run.tracks.items() if t.applied_at is not None}
+        applied = [(sid, t) for sid, t in run.tracks.items() if t.applied_at is not None]
+        result.started_at = {sid: t.started - start for sid, t in applied if t.started is not None}
         return result

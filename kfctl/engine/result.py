@@ -46,6 +46,9 @@ class ApplyResult:
     # step id → seconds from the run's start to its last apply returning: with ready_at, how long a step
     # waited for the scheduler once its last dependency was ready (kfctl.plan.latency).
     applied_at: dict[str, float] = field(default_factory=dict)
+    # step id → seconds from the run's start to its first apply request: splits that wait into queued (for an apply
+    # slot or the CRD gate) and the request's own time (kfctl.plan.latency).
+    started_at: dict[str, float] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
