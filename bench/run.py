@@ -35,6 +35,8 @@ import bench_platform
 import bench_scale
 from benchlib import RequestCount, Samples, log, setup_path
 
+from kfctl.plan.latency import bucket_labels
+
 ALL = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B9", "B10")
 
 
@@ -136,7 +138,7 @@ def latency_histogram(p: bench_platform.PlatformFigures) -> str:
     """Every run's latencies by bucket, and those over 0.5 s by cause: queued for the CRD gate or an apply slot
     (the scheduler had the step, the slots were busy), or the request's own time."""
     runs = len(p.scheduling_p95.values)
-    buckets = ", ".join(f"{k} {v}" for k, v in p.scheduling_histogram.items())
+    buckets = ", ".join(f"{k} {p.scheduling_histogram[k]}" for k in bucket_labels() if k in p.scheduling_histogram)
     causes = ", ".join(f"{k} {v}" for k, v in sorted(p.scheduling_causes.items())) or "none"
     return f"steps per bucket over {runs} run(s): {buckets or '-'}; over 0.5 s by cause: {causes}"
 
