@@ -14,9 +14,11 @@ by cause, so a p95 of seconds reads as "queued behind the server" or "the server
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 import statistics
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -110,15 +112,11 @@ def summarize(
         return None
     values = sorted(latencies.values())
     p95 = values[math.ceil(0.95 * len(values)) - 1]
-    histogram = [0] * (len(BUCKETS) + 1)
-    for v in values:
-        histogram[next((i for i, b in enumerate(BUCKETS) if v <= b), len(BUCKETS))] += 1
-    causes: dict[str, int] = {}
+    in_bucket = Counter(bisect.bisect_left(BUCKETS, v) for v in values)  # the first bound at or above v
+    histogram = [in_bucket[i] for i in range(len(BUCKETS) + 1)]
+    causes: Counter[str] = Counter()
     if plan is not None and queued is not None:
-        for sid, v in latencies.items():
-            if v > LONG:
-                cause = _cause(plan, sid, v, queued.get(sid, 0.0))
-                causes[cause] = causes.get(cause, 0) + 1
+        causes.update(_cause(plan, sid, v, queued.get(sid, 0.0)) for sid, v in latencies.items() if v > LONG)
     return Latency(
         len(values), statistics.median(values), values[-1], p95, tuple(histogram), tuple(sorted(causes.items()))
     )
