@@ -22,6 +22,14 @@ def listening(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
+def gogc(pid: int) -> str | None:
+    """GOGC in the environment the kernel holds for a process (None: not set)."""
+    for entry in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+        if entry.startswith(b"GOGC="):
+            return entry.removeprefix(b"GOGC=").decode()
+    return None
+
+
 def up(state_dir: Path, *extra: str) -> str:
     result = run_cluster("up", "--local", "--state-dir", str(state_dir), *extra, timeout=600)
     assert result.returncode == 0, result.stderr
@@ -45,6 +53,16 @@ def test_up_down_up(tmp_path: Path) -> None:
             "runtime",
         }
         assert all(localcluster.alive(p) for p in first.procs)
+        # The servers collect garbage less often (localcluster.SERVER_GOGC); the rest keep Go's default.
+        assert {p.name: gogc(p.pid) for p in first.procs} == {
+            "etcd": "200",
+            "kube-apiserver": "200",
+            "kube-controller-manager": os.environ.get("GOGC"),
+            "kube-scheduler": os.environ.get("GOGC"),
+            "kwok": os.environ.get("GOGC"),
+            "standin": os.environ.get("GOGC"),
+            "runtime": os.environ.get("GOGC"),
+        }
 
         status = run_cluster("status", "--json", "--state-dir", str(state_dir))
         assert status.returncode == 0, status.stdout + status.stderr

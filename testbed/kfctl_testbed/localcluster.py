@@ -368,6 +368,18 @@ def _audit_flags(state_dir: Path, log_path: str) -> list[str]:
     ]
 
 
+# The API server and etcd collect garbage half as often as Go's default (GOGC=100). A CPU profile of the API server
+# during a first install of the catalog (two cores, 276 objects, 3.7 MB of CRD schemas decoded, converted and encoded
+# again) put a fifth of its CPU in the collector: marking 14 %, assists 5 %, sweeping 2 %. Installs of the catalog on
+# fresh clusters (medians; 5 at the default, 5 at 400, 3 at 200): the API server's CPU 31.6 s, 24.3 s, 26.0 s; the
+# install 28.8 s, 25.4 s, 25.7 s; its peak RSS 0.76, 1.6, 1.1 GB. Every side of a benchmark meets the same server.
+SERVER_GOGC = "200"
+
+
+def _server_env() -> dict[str, str]:
+    return {**os.environ, "GOGC": SERVER_GOGC}
+
+
 def up_local(state_dir: Path, *, training_seconds: int = kwokstages.TRAINING_SECONDS) -> State:
     bin_dir = binaries()
     # Admission webhooks are on where the process runtime runs (as root): the API server reaches webhook Services
@@ -415,6 +427,7 @@ def up_local(state_dir: Path, *, training_seconds: int = kwokstages.TRAINING_SEC
             "--unsafe-no-fsync=true",
             "--log-level=warn",
         ],
+        env=_server_env(),
     )
     wait_for("etcd /health", lambda: http_ok(f"{etcd_url}/health"), timeout=30, procs=[etcd])
 
@@ -450,6 +463,7 @@ def up_local(state_dir: Path, *, training_seconds: int = kwokstages.TRAINING_SEC
             *admission,
             *audit,
         ],
+        env=_server_env(),
     )
     tls = ssl.create_default_context(cafile=str(pki_dir / "ca.crt"))
     tls.load_cert_chain(pki_dir / "admin.crt", pki_dir / "admin.key")
