@@ -59,7 +59,7 @@ def test_a_release_not_built_in_advance_is_built_on_first_use_and_runs(
     image, binary, entrypoint = BUILT_ON_FIRST_USE
     bin_dir = localcluster.operators_dir()
     # Every run builds it: the cached binary of an earlier run is removed first (Go's build cache keeps the
-    # compiled packages, so a warm machine links it again in about a minute).
+    # compiled packages, so a warm machine links it again in seconds: 3 s here).
     (bin_dir / binary).unlink(missing_ok=True)
     pods = f"/api/v1/namespaces/{namespace}/pods"
     create_pod(api, pods, "jobset-first-use", image, [entrypoint])
