@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kfctl_testbed.gobuild.run import GO_ENV
+from kfctl_testbed.gobuild.run import GO_ENV, build_flags
 
 log = logging.getLogger("runtime")
 
@@ -303,5 +303,5 @@ def build(want: Wanted, bin_dir: Path, work: Path, go: Go) -> None:
         log.info("first use: %s: go build %s", want.name, want.recipe.package)
         tmp = bin_dir / f".{want.name}.building"
         ldflags = want.recipe.ldflags.replace("{version}", want.version)
-        go.run(["build", "-trimpath", "-ldflags", ldflags, "-o", str(tmp), want.recipe.package], cwd=work)
+        go.run(["build", *build_flags(ldflags, inline=False), "-o", str(tmp), want.recipe.package], cwd=work)
         os.replace(tmp, bin_dir / want.name)
