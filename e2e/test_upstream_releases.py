@@ -16,6 +16,7 @@ API server's view of what is left (every listable kind, by kfctl's label).
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import tarfile
@@ -121,8 +122,18 @@ def write_kfdef(app_dir: Path, r: Release) -> Path:
 # --- independent oracles ---------------------------------------------------------------------------------
 
 
+_RENDERS: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
+
+
 def upstream_render(r: Release, scratch: Path, kubeconfig: str) -> dict[str, dict[str, dict[str, Any]]]:
-    """Application → object id → object, from `kubectl kustomize` of the release's own directories."""
+    """Application → object id → object, from `kubectl kustomize` of the release's own directories. Once per release
+    and worker: a release's render costs about a CPU-minute, and the same tree renders the same objects."""
+    if r.version not in _RENDERS:
+        _RENDERS[r.version] = _kustomize_each_application(r, scratch, kubeconfig)
+    return copy.deepcopy(_RENDERS[r.version])
+
+
+def _kustomize_each_application(r: Release, scratch: Path, kubeconfig: str) -> dict[str, dict[str, dict[str, Any]]]:
     src = scratch / f"src-{r.version}"
     if not src.exists():
         with tarfile.open(r.tarball) as tar:
