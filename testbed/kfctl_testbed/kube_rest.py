@@ -142,10 +142,15 @@ class Client:
             raise ApiError(method, path, response.status, data.decode(errors="replace"))
         return json.loads(data) if data else {}
 
-    def watch(self, path: str, *, timeout_seconds: int = 300) -> Iterator[JSON]:
+    def watch(self, path: str, *, timeout_seconds: int = 300, resource_version: str | None = None) -> Iterator[JSON]:
         """The events of a watch on the collection at ``path``, until the server ends it after
-        ``timeout_seconds``. On a connection of its own: the keep-alive one stays free for requests meanwhile."""
-        query = urllib.parse.urlencode({"watch": "1", "timeoutSeconds": str(timeout_seconds)})
+        ``timeout_seconds``. On a connection of its own: the keep-alive one stays free for requests meanwhile.
+        From ``resource_version`` (a LIST's), with bookmarks: the changes since that LIST, and the latest version
+        to go on from when the server ends the watch."""
+        params = {"watch": "1", "timeoutSeconds": str(timeout_seconds)}
+        if resource_version is not None:
+            params |= {"resourceVersion": resource_version, "allowWatchBookmarks": "true"}
+        query = urllib.parse.urlencode(params)
         headers = {"Accept": "application/json"} | ({"Authorization": f"Bearer {self._token}"} if self._token else {})
         conn = http.client.HTTPSConnection(self.host, self.port, context=self._ssl, timeout=timeout_seconds + 30)
         try:

@@ -64,7 +64,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kfctl_testbed import egress, firstuse, kube_rest
+from kfctl_testbed import egress, firstuse, informer, kube_rest
 from kfctl_testbed.kube_rest import JSON, ApiError
 from kfctl_testbed.netns import Relay
 from kfctl_testbed.podstatus import PodStatusWriter, Termination
@@ -132,6 +132,9 @@ RUNNABLE_IMAGES: dict[str, dict[str, str]] = {
 
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 POLL_SECONDS = 1.0
+# What each pass reads, kept in memory (informer.Cache): the pods and nodes, and the Secrets and ConfigMaps of
+# their volumes and environments.
+READ_COLLECTIONS = ("/api/v1/nodes", "/api/v1/pods", "/api/v1/secrets", "/api/v1/configmaps")
 BACKOFF_FIRST_SECONDS = 1.0
 BACKOFF_MAX_SECONDS = 30.0
 # A process that ran this long before exiting restarts after BACKOFF_FIRST_SECONDS again.
@@ -343,8 +346,11 @@ class PodState:
 
 
 class Runtime:
-    def __init__(self, api: kube_rest.Client, *, bin_dir: Path, state_dir: Path) -> None:
-        self.api = api
+    def __init__(
+        self, api: kube_rest.Client, *, bin_dir: Path, state_dir: Path, read: informer.Reader | None = None
+    ) -> None:
+        self.api = api  # writes: pod status, token requests
+        self.read = read or api  # main() gives it a Cache of READ_COLLECTIONS, as the kubelet watches them
         self.bin_dir = bin_dir
         self.state_dir = state_dir
         self.pods: dict[str, PodState] = {}  # "<ns>/<name>" → state
@@ -357,11 +363,11 @@ class Runtime:
     def reconcile(self) -> None:
         kwok_nodes = {
             n["metadata"]["name"]
-            for n in self.api.list("/api/v1/nodes")
+            for n in self.read.list("/api/v1/nodes")
             if (n["metadata"].get("annotations") or {}).get(KWOK_NODE_ANNOTATION)
         }
         wanted: dict[str, JSON] = {}
-        for pod in self.api.list("/api/v1/pods"):
+        for pod in self.read.list("/api/v1/pods"):
             meta = pod["metadata"]
             if (
                 pod["spec"].get("nodeName") in kwok_nodes
@@ -589,11 +595,11 @@ class Runtime:
             prefix = source.get("prefix", "")
             if "configMapRef" in source:
                 ref = source["configMapRef"]
-                obj = self.api.get(f"/api/v1/namespaces/{ns}/configmaps/{ref['name']}")
+                obj = self.read.get(f"/api/v1/namespaces/{ns}/configmaps/{ref['name']}")
                 data = (obj or {}).get("data") or {}
             else:
                 ref = source["secretRef"]
-                obj = self.api.get(f"/api/v1/namespaces/{ns}/secrets/{ref['name']}")
+                obj = self.read.get(f"/api/v1/namespaces/{ns}/secrets/{ref['name']}")
                 data = {k: base64.b64decode(v).decode() for k, v in ((obj or {}).get("data") or {}).items()}
             if obj is None and not ref.get("optional"):
                 raise ValueError(f"envFrom {ref['name']!r} does not exist")
@@ -618,7 +624,7 @@ class Runtime:
             ref, kind = source["configMapKeyRef"], "configmaps"
         else:
             ref, kind = source["secretKeyRef"], "secrets"
-        obj = self.api.get(f"/api/v1/namespaces/{ns}/{kind}/{ref['name']}")
+        obj = self.read.get(f"/api/v1/namespaces/{ns}/{kind}/{ref['name']}")
         if kind == "configmaps":
             value = ((obj or {}).get("data") or {}).get(ref["key"])
         else:
@@ -659,7 +665,7 @@ class Runtime:
         return True
 
     def object_files(self, ns: str, kind: str, name: str, src: JSON) -> dict[str, bytes] | None:
-        obj = self.api.get(f"/api/v1/namespaces/{ns}/{kind}/{name}")
+        obj = self.read.get(f"/api/v1/namespaces/{ns}/{kind}/{name}")
         if obj is None:
             return {} if src.get("optional") else None
         if kind == "secrets":
@@ -781,7 +787,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args.state_dir.mkdir(parents=True, exist_ok=True)
     api = kube_rest.Client(args.kubeconfig)
-    runtime = Runtime(api, bin_dir=args.bin_dir, state_dir=args.state_dir)
+    runtime = Runtime(
+        api, bin_dir=args.bin_dir, state_dir=args.state_dir, read=informer.Cache(api, READ_COLLECTIONS).start()
+    )
     stopping = False
 
     def stop(signum: int, _frame: object) -> None:

@@ -23,11 +23,12 @@ API server, what these controllers would do in a real cluster:
   PersistentVolume bound to it, deleted again once the claim is gone; a pod the scheduler still holds back for
   its claims after they are all bound gets a wake-up (WAKE_AFTER_SECONDS).
 
-It polls about once a second, and passes over Issuers and Certificates at once when one changes (it watches
-them, as cert-manager's informers do: the chain Issuer → Certificate → the workload mounting its Secret is on
-the critical path of a first install, and a poll per link added seconds real cert-manager does not). It
-survives the cert-manager CRDs not being installed yet, and touches only the objects listed above. One stand-in
-acts per cluster: it holds the Lease kube-system/kfctl-e2e-standin.
+It reads what it looks at from memory, kept current by watches as cert-manager's informers keep it
+(READ_COLLECTIONS, informer.Cache). It passes over everything about once a second, and over Issuers and
+Certificates at once when anything it reads changes: the chain Issuer → Certificate → the workload mounting its
+Secret is on the critical path of a first install, and a poll per link added seconds real cert-manager does not.
+It survives the cert-manager CRDs not being installed yet, and touches only the objects listed above. One
+stand-in acts per cluster: it holds the Lease kube-system/kfctl-e2e-standin.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import copy
 import datetime as dt
 import json
 import logging
@@ -48,7 +50,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from kfctl_testbed import kube_rest, pki, standin_webhook
+from kfctl_testbed import informer, kube_rest, pki, standin_webhook
 from kfctl_testbed.kube_rest import JSON, ApiError
 
 # --- what the stand-in acts on ----------------------------------------------------------------------
@@ -120,6 +122,7 @@ LEASE_NAMESPACE, LEASE_NAME = "kube-system", "kfctl-e2e-standin"
 # On the Lease: {"<namespace>/<service>": "127.0.0.1:<port>"}, the webhook Services the acting stand-in serves.
 WEBHOOK_ADDRESSES = "kfctl-e2e-standin/webhook-addresses"
 LEASE_SECONDS = 15
+LEASE_RENEW_SECONDS = 5.0  # a third of LEASE_SECONDS: two renewals can fail before another stand-in may take over
 POLL_SECONDS = 1.0
 # A change seen by a watch starts the cert-manager lane's next pass at once, but its passes start at most this
 # often (a pass's own status writes wake it again).
@@ -131,8 +134,21 @@ WEBHOOK_CONFIGURATIONS = {
     "mutating": "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
 }
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-# What wakes a quick pass (Issuers and Certificates) before the next poll: the cert-manager chain's collections.
-WATCHED = (f"{CERT_MANAGER}/issuers", f"{CERT_MANAGER}/clusterissuers", f"{CERT_MANAGER}/certificates")
+# Everything a pass reads, kept in memory (informer.Cache), as cert-manager's and the provisioner's informers keep
+# it: a pass asks the API server nothing, and any change of these wakes the cert-manager lane at once. A pass may
+# read an object older than its own last write; each write then fails on its resourceVersion (409) or as
+# AlreadyExists, and the next pass sees the news.
+READ_COLLECTIONS = (
+    f"{CERT_MANAGER}/issuers",
+    f"{CERT_MANAGER}/clusterissuers",
+    f"{CERT_MANAGER}/certificates",
+    "/api/v1/secrets",
+    *WEBHOOK_CONFIGURATIONS.values(),
+    CRDS,
+    "/api/v1/persistentvolumes",
+    "/api/v1/persistentvolumeclaims",
+    "/apis/apps/v1/deployments",
+)
 
 log = logging.getLogger("standin")
 
@@ -256,8 +272,10 @@ class StandIn:
         dynamic_serving_cas: tuple[DynamicServingCA, ...] = DYNAMIC_SERVING_CAS,
         self_injecting: tuple[SelfInjectingWebhook, ...] = SELF_INJECTING_WEBHOOKS,
         webhook_server: standin_webhook.WebhookServer | None = None,
+        read: informer.Reader | None = None,
     ) -> None:
-        self.api = api
+        self.api = api  # writes
+        self.read = read or api  # reads: main() gives it a Cache of READ_COLLECTIONS
         self.dynamic_serving_cas = dynamic_serving_cas
         self.self_injecting = self_injecting
         self.own_cas: dict[SelfInjectingWebhook, pki.KeyPair] = {}  # the played servers' CAs, in memory
@@ -307,17 +325,9 @@ class StandIn:
 
     # cert-manager ----------------------------------------------------------------------------------
 
-    def cert_manager_resources(self) -> set[str]:
-        """Which cert-manager.io/v1 resources the API server serves (none before the CRDs exist)."""
-        group = self.api.get(CERT_MANAGER)
-        return {r["name"] for r in (group or {}).get("resources", []) if "/" not in r["name"]}
-
     def issuers(self) -> None:
-        served = self.cert_manager_resources()
         for plural in ("issuers", "clusterissuers"):
-            if plural not in served:
-                continue
-            for issuer in self.api.list(f"{CERT_MANAGER}/{plural}"):
+            for issuer in self.read.list(f"{CERT_MANAGER}/{plural}"):  # none before the CRDs exist
                 if is_ready(issuer):
                     continue
                 meta = issuer["metadata"]
@@ -352,9 +362,7 @@ class StandIn:
             self.api.merge_patch(path, patch)  # a CRD without the status subresource
 
     def certificates(self) -> None:
-        if "certificates" not in self.cert_manager_resources():
-            return
-        for cert in self.api.list(f"{CERT_MANAGER}/certificates"):
+        for cert in self.read.list(f"{CERT_MANAGER}/certificates"):
             with self.guard(f"certificate {_ref(cert['metadata'])}"):
                 self.certificate(cert)
 
@@ -367,7 +375,7 @@ class StandIn:
         if issuer is None:
             return  # cert-manager waits for its issuer too
         secret_path = f"/api/v1/namespaces/{namespace}/secrets/{secret_name}"
-        secret = self.api.get(secret_path)
+        secret = copy.deepcopy(self.read.get(secret_path))  # changed below: not the cache's object
         if secret is not None and self.secret_matches(secret, cert):
             if not is_ready(cert):
                 self.mark_certificate_ready(cert, pki.first_cert(unb64(secret["data"]["tls.crt"])))
@@ -437,8 +445,8 @@ class StandIn:
         if ref.get("group", "cert-manager.io") != "cert-manager.io" or not ref.get("name"):
             return None
         if ref.get("kind", "Issuer") == "ClusterIssuer":
-            return self.api.get(f"{CERT_MANAGER}/clusterissuers/{ref['name']}")
-        return self.api.get(f"{CERT_MANAGER}/namespaces/{cert['metadata']['namespace']}/issuers/{ref['name']}")
+            return self.read.get(f"{CERT_MANAGER}/clusterissuers/{ref['name']}")
+        return self.read.get(f"{CERT_MANAGER}/namespaces/{cert['metadata']['namespace']}/issuers/{ref['name']}")
 
     def signing_ca(self, issuer: JSON) -> pki.KeyPair | None:
         """The CA key pair of a CA issuer, or None to self-sign (SelfSigned and every other issuer type)."""
@@ -447,7 +455,7 @@ class StandIn:
             return None
         # A ClusterIssuer's secrets live in cert-manager's "cluster resource namespace".
         namespace = issuer["metadata"].get("namespace") or "cert-manager"
-        secret = self.api.get(f"/api/v1/namespaces/{namespace}/secrets/{secret_name}")
+        secret = self.read.get(f"/api/v1/namespaces/{namespace}/secrets/{secret_name}")
         data = (secret or {}).get("data") or {}
         if "tls.crt" not in data or "tls.key" not in data:
             return None
@@ -492,21 +500,19 @@ class StandIn:
 
     def inject_ca(self) -> None:
         for configuration, base in WEBHOOK_CONFIGURATIONS.items():
-            for item in self.api.list(base):
+            for item in self.read.list(base):
                 with self.guard(f"{configuration} webhook configuration {item['metadata']['name']}"):
                     bundle = self.ca_for(item["metadata"])
                     if bundle:
                         self.patch_webhook_ca(base, item, bundle, f"{configuration} webhook configuration")
-        # CRD lists are large (schemas): list metadata only, fetch the annotated ones.
-        for meta_only in self.api.list(CRDS, accept=kube_rest.METADATA_LIST):
-            meta = meta_only["metadata"]
+        for crd in self.read.list(CRDS):
+            meta = crd["metadata"]
             if not {INJECT_CA_FROM, INJECT_CA_FROM_SECRET} & set(meta.get("annotations") or {}):
                 continue
             bundle = self.ca_for(meta)
-            crd = self.api.get(f"{CRDS}/{meta['name']}") if bundle else None
-            conversion = (crd or {}).get("spec", {}).get("conversion") or {}
+            conversion = crd.get("spec", {}).get("conversion") or {}
             client_config = (conversion.get("webhook") or {}).get("clientConfig")
-            if not crd or bundle is None or client_config is None or client_config.get("caBundle") == b64(bundle):
+            if bundle is None or client_config is None or client_config.get("caBundle") == b64(bundle):
                 continue
             self.api.json_patch(
                 f"{CRDS}/{meta['name']}",
@@ -522,9 +528,7 @@ class StandIn:
         annotations = meta.get("annotations") or {}
         if INJECT_CA_FROM in annotations:
             namespace, _, name = annotations[INJECT_CA_FROM].partition("/")
-            if "certificates" not in self.cert_manager_resources():
-                return None
-            cert = self.api.get(f"{CERT_MANAGER}/namespaces/{namespace}/certificates/{name}")
+            cert = self.read.get(f"{CERT_MANAGER}/namespaces/{namespace}/certificates/{name}")
             secret_name = (cert or {}).get("spec", {}).get("secretName")
             if not secret_name:
                 return None
@@ -532,7 +536,7 @@ class StandIn:
             namespace, _, secret_name = annotations[INJECT_CA_FROM_SECRET].partition("/")
         else:
             return None
-        secret = self.api.get(f"/api/v1/namespaces/{namespace}/secrets/{secret_name}")
+        secret = self.read.get(f"/api/v1/namespaces/{namespace}/secrets/{secret_name}")
         if secret is None:
             return None
         if (
@@ -570,11 +574,11 @@ class StandIn:
 
     def dynamic_serving_ca_secrets(self) -> None:
         for entry in self.dynamic_serving_cas:
-            deployment = self.api.get(f"/apis/apps/v1/namespaces/{entry.namespace}/deployments/{entry.deployment}")
+            deployment = self.read.get(f"/apis/apps/v1/namespaces/{entry.namespace}/deployments/{entry.deployment}")
             if deployment is None or deployment["metadata"].get("deletionTimestamp"):
                 continue
             secrets = f"/api/v1/namespaces/{entry.namespace}/secrets"
-            if self.api.get(f"{secrets}/{entry.secret_name}") is not None:
+            if self.read.get(f"{secrets}/{entry.secret_name}") is not None:
                 continue
             ca = pki.make_ca(entry.secret_name)
             with self.guard(f"secret {entry.namespace}/{entry.secret_name}"):
@@ -600,7 +604,7 @@ class StandIn:
         if self.webhook_server is None:
             return
         for entry in self.dynamic_serving_cas:
-            secret = self.api.get(f"/api/v1/namespaces/{entry.namespace}/secrets/{entry.secret_name}")
+            secret = self.read.get(f"/api/v1/namespaces/{entry.namespace}/secrets/{entry.secret_name}")
             data = (secret or {}).get("data") or {}
             if data.get("tls.crt") and data.get("tls.key"):
                 ca = pki.KeyPair(unb64(data["tls.crt"]), unb64(data["tls.key"]))
@@ -614,7 +618,7 @@ class StandIn:
         played: list[SelfInjectingWebhook] = []
         for entry in self.self_injecting:
             path = f"/apis/apps/v1/namespaces/{entry.namespace}/deployments/{entry.deployment}"
-            deployment = self.api.get(path)
+            deployment = self.read.get(path)
             if deployment is None or deployment["metadata"].get("deletionTimestamp"):
                 if self.own_cas.pop(entry, None) is not None and self.webhook_server is not None:
                     self.webhook_server.forget(entry.server_name)
@@ -628,7 +632,7 @@ class StandIn:
         if not played:
             return
         for configuration, base in WEBHOOK_CONFIGURATIONS.items():
-            for item in self.api.list(base):  # once per pass, for every played server
+            for item in self.read.list(base):  # once per pass, for every played server
                 for entry in played:
                     with self.guard(f"{configuration} webhook configuration {item['metadata']['name']}"):
                         self.patch_webhook_ca(
@@ -642,8 +646,8 @@ class StandIn:
     # volumes ---------------------------------------------------------------------------------------
 
     def volumes(self) -> None:
-        volumes = {pv["metadata"]["name"]: pv for pv in self.api.list("/api/v1/persistentvolumes")}
-        claims = self.api.list("/api/v1/persistentvolumeclaims")
+        volumes = {pv["metadata"]["name"]: pv for pv in self.read.list("/api/v1/persistentvolumes")}
+        claims = self.read.list("/api/v1/persistentvolumeclaims")
         claim_uids = {c["metadata"]["uid"] for c in claims}
         for claim in claims:
             spec, meta = claim.get("spec", {}), claim["metadata"]
@@ -688,7 +692,7 @@ class StandIn:
         }
         held_back: dict[str, tuple[float, float, float]] = {}
         pending = (
-            self.api.list("/api/v1/pods", query={"fieldSelector": "spec.nodeName=,status.phase=Pending"})
+            self.read.list("/api/v1/pods", query={"fieldSelector": "spec.nodeName=,status.phase=Pending"})
             if bound
             else []
         )
@@ -804,37 +808,13 @@ def _duration(value: str | None) -> dt.timedelta | None:
     return dt.timedelta(seconds=total) if total else None
 
 
-class Waker:
-    """A thread per watched collection that sets ``changed`` on each of its events: what wakes the loop before
-    its next poll. A collection not served yet (404 before its CRD) or a watch the server ends is watched again
-    a poll later."""
-
-    def __init__(self, api: kube_rest.Client, paths: tuple[str, ...]) -> None:
-        self.api = api
-        self.changed = threading.Event()
-        for path in paths:
-            threading.Thread(target=self._watch, args=(path,), name=f"watch {path}", daemon=True).start()
-
-    def _watch(self, path: str) -> None:
-        while True:
-            try:
-                for _ in self.api.watch(path):
-                    self.changed.set()
-            except Exception as e:  # not served yet, the API server restarting: as the poll, try again
-                log.debug("watch %s: %s", path, e)
-            time.sleep(POLL_SECONDS)
-
-    def wait(self, seconds: float) -> None:
-        """Until a change or ``seconds``, whichever is first; then forget the change (the pass will see it)."""
-        self.changed.wait(max(0.0, seconds))
-        self.changed.clear()
-
-
-def cert_manager_lane(controller: StandIn, waker: Waker, acting: threading.Event) -> None:
-    """Issuers and Certificates, at once when one changes and at least once a second, beside the main loop's
-    slower pass (a thread: the real cert-manager reacts to its informers within milliseconds)."""
+def cert_manager_lane(controller: StandIn, changed: threading.Event, acting: threading.Event) -> None:
+    """Issuers and Certificates, at once when something the stand-in reads changes (``changed``) and at least once
+    a second, beside the main loop's slower pass (a thread: the real cert-manager reacts to its informers within
+    milliseconds)."""
     while True:
-        waker.wait(POLL_SECONDS)
+        changed.wait(POLL_SECONDS)
+        changed.clear()  # the pass sees every change made so far
         if acting.is_set():
             controller.reconcile_cert_manager()
         time.sleep(MIN_PASS_GAP_SECONDS)
@@ -864,7 +844,7 @@ def main(argv: list[str] | None = None) -> int:
     api = kube_rest.Client(args.kubeconfig, timeout=15)
     webhook_server = standin_webhook.WebhookServer()
     webhook_server.start()
-    controller = StandIn(api, webhook_server=webhook_server)
+    controller = StandIn(api, webhook_server=webhook_server)  # --once reads the API server
     served = {f"{e.namespace}/{e.service or e.deployment}": webhook_server.address for e in DYNAMIC_SERVING_CAS}
     served |= {f"{e.namespace}/{e.service}": webhook_server.address for e in SELF_INJECTING_WEBHOOKS}
     identity = f"{socket.gethostname()}-{os.getpid()}"
@@ -877,19 +857,24 @@ def main(argv: list[str] | None = None) -> int:
     else:
         leading = False
         acting = threading.Event()  # set while this stand-in holds the lease: the cert-manager lane acts only then
-        cert_manager = StandIn(kube_rest.Client(args.kubeconfig, timeout=15))  # a connection of its own
+        cache = informer.Cache(kube_rest.Client(args.kubeconfig, timeout=60), READ_COLLECTIONS).start()
+        controller.read = cache
+        cert_manager = StandIn(kube_rest.Client(args.kubeconfig, timeout=15), read=cache)  # a connection of its own
         lane = threading.Thread(
-            target=cert_manager_lane, args=(cert_manager, Waker(api, WATCHED), acting), name="cert-manager"
+            target=cert_manager_lane, args=(cert_manager, cache.changed, acting), name="cert-manager"
         )
         lane.daemon = True
         lane.start()
+        holding, renew_at = False, 0.0
         while not stopping:
             started = time.monotonic()
-            try:
-                holding = hold_lease(api, identity, annotations=lease_annotations)
-            except Exception as e:  # the API server may be restarting: try again next tick
-                log.warning("lease: %s", e)
-                holding = False
+            if started >= renew_at:
+                try:
+                    holding = hold_lease(api, identity, annotations=lease_annotations)
+                    renew_at = started + LEASE_RENEW_SECONDS if holding else started  # a waiting one asks each tick
+                except Exception as e:  # the API server may be restarting: try again next tick
+                    log.warning("lease: %s", e)
+                    holding = False
             if holding != leading:
                 log.info("stand-in %s: %s", identity, "acting" if holding else "another stand-in is acting; waiting")
                 leading = holding
