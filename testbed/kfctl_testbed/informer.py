@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import time
 from collections.abc import Iterable
 from typing import Any, Protocol
 
@@ -84,7 +85,7 @@ class Informer:
                 self.list_and_watch()
             except Exception as e:  # not served (yet), the API server restarting, a version too old
                 log.debug("informer %s: %s", self.path, e)
-            threading.Event().wait(RETRY_SECONDS)
+            time.sleep(RETRY_SECONDS)
 
     def list_and_watch(self) -> None:
         """One LIST, then watches from its resourceVersion until the server says it is too old (410: the caller

@@ -28,8 +28,6 @@ JSON = dict[str, Any]
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
-# Lists of only metadata: cheap polling of big objects such as CRDs.
-METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 
 
 class ApiError(Exception):

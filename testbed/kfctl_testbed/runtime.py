@@ -788,7 +788,11 @@ def main(argv: list[str] | None = None) -> int:
     args.state_dir.mkdir(parents=True, exist_ok=True)
     api = kube_rest.Client(args.kubeconfig)
     runtime = Runtime(
-        api, bin_dir=args.bin_dir, state_dir=args.state_dir, read=informer.Cache(api, READ_COLLECTIONS).start()
+        api,
+        bin_dir=args.bin_dir,
+        state_dir=args.state_dir,
+        # a client of its own: the LISTs of Secrets and ConfigMaps do not hold up the pods' status writes
+        read=informer.Cache(kube_rest.Client(args.kubeconfig), READ_COLLECTIONS).start(),
     )
     stopping = False
 
