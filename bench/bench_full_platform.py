@@ -34,6 +34,8 @@ from bench_platform import PlatformFigures, kapp_install, kfctl_install, plan_gr
 from benchlib import REPO, AuditLog, Samples, fresh_cluster, kfctl_argv, log, run_measured
 from kfctl_testbed import fileserver, gitserver, upstream_mirror
 
+from kfctl import yamlio
+
 FIXTURES = REPO.parent / "shared" / "fixtures"
 RELEASE = "v1.11.0"
 
@@ -81,7 +83,7 @@ def prepare_app(root: Path) -> tuple[Path, Path, dict[str, Any]]:
     doc = yaml.safe_load((app / "kfdef.yaml").read_text())
     objects: list[dict[str, Any]] = []
     for a in doc["spec"]["applications"]:
-        objects += [o for o in yaml.safe_load_all((app / "rendered" / f"{a['name']}.yaml").read_text()) if o]
+        objects += [o for o in yamlio.safe_load_all((app / "rendered" / f"{a['name']}.yaml").read_text()) if o]
     all_yaml = root / "full.yaml"
     all_yaml.write_text(yaml.safe_dump_all(objects, sort_keys=False))
     info = {

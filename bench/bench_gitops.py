@@ -29,11 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from benchlib import Samples, fresh_cluster, kfctl_argv, log, run_measured
 from kfctl_testbed import flux as flux_support
 from kfctl_testbed import gitserver, kube_rest
 from kfctl_testbed.poll import poll
+
+from kfctl import yamlio
 
 NAME = "bench"
 APP_PATH = f"clusters/{NAME}"
@@ -64,7 +65,7 @@ def prepare(root: Path, server: gitserver.GitServer) -> tuple[Path, flux_support
         )
     ).check()  # fmt: skip
     repo.commit_and_push("platform", APP_PATH, EXPORT_PATH)
-    objects = sum(1 for p in (app / "rendered").glob("*.yaml") for o in yaml.safe_load_all(p.read_text()) if o)
+    objects = sum(1 for p in (app / "rendered").glob("*.yaml") for o in yamlio.safe_load_all(p.read_text()) if o)
     names = [p.stem.removeprefix("kustomization-") for p in (repo.work / EXPORT_PATH).glob("kustomization-*.yaml")]
     return app, repo, {"objects": objects, "kustomizations": names}
 

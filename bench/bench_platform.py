@@ -53,6 +53,7 @@ from benchlib import (
     run_measured,
 )
 
+from kfctl import yamlio
 from kfctl.check.samples import SAMPLES
 
 PLATFORM = "generic"
@@ -109,7 +110,7 @@ def prepare_app(root: Path) -> tuple[Path, Path, Path, Path, dict[str, Any]]:
     run_measured(kfctl_argv("generate", str(app))).check()
     objects: list[dict[str, Any]] = []
     for a in doc["spec"]["applications"]:
-        objects += [o for o in yaml.safe_load_all((app / "rendered" / f"{a['name']}.yaml").read_text()) if o]
+        objects += [o for o in yamlio.safe_load_all((app / "rendered" / f"{a['name']}.yaml").read_text()) if o]
     crds = [o for o in objects if o["kind"] == "CustomResourceDefinition"]
     rest = [o for o in objects if o["kind"] != "CustomResourceDefinition"]
     files = {"all": objects, "crds": crds, "rest": rest}

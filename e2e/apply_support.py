@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from harness import dump_all
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -84,7 +85,7 @@ def write_local_kfdef(app_dir: Path, *, name: str, namespace: str, apps: dict[st
     for app, objects in apps.items():
         d = src / app
         d.mkdir(parents=True, exist_ok=True)
-        (d / "objects.yaml").write_text(yaml.safe_dump_all(objects, sort_keys=False), encoding="utf-8")
+        (d / "objects.yaml").write_text(dump_all(objects, sort_keys=False), encoding="utf-8")
         (d / "kustomization.yaml").write_text(
             "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [objects.yaml]\n",
             encoding="utf-8",

@@ -9,6 +9,7 @@ write the user's ~/.config/helm.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -19,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from apply_support import REPO, Run, kubectl
-from harness import poll
+from harness import dump_all, poll
+
+from kfctl import yamlio
 
 E2E_DIR = Path(__file__).resolve().parent
 CHART = E2E_DIR / "helm" / "cert-manager"
@@ -85,12 +87,12 @@ def chart_with(objects: list[dict[str, Any]], dest: Path) -> Path:
     shutil.copytree(CHART, dest)
     out = dest / CHART_OBJECTS
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(yaml.safe_dump_all(objects, sort_keys=False), encoding="utf-8")
+    out.write_text(dump_all(objects, sort_keys=False), encoding="utf-8")
     return dest
 
 
 def rendered(path: Path) -> list[dict[str, Any]]:
-    return [o for o in yaml.safe_load_all(path.read_text(encoding="utf-8")) if o]
+    return [o for o in yamlio.safe_load_all(path.read_text(encoding="utf-8")) if o]
 
 
 def subject(o: Mapping[str, Any]) -> str:
@@ -124,9 +126,9 @@ def identities(kubeconfig: str, objects: Iterable[Mapping[str, Any]]) -> dict[st
     out: dict[str, dict[str, Any]] = {}
     for ns, resources in by_ns.items():
         where = ["-n", ns] if ns else []
-        flags = ("--ignore-not-found", "--show-managed-fields", "-o", "yaml")
+        flags = ("--ignore-not-found", "--show-managed-fields", "-o", "json")
         text = kubectl(kubeconfig, "get", *where, *resources, *flags)
-        items = ((yaml.safe_load(text) or {}).get("items") or []) if text.strip() else []
+        items = ((json.loads(text) or {}).get("items") or []) if text.strip() else []
         for item in items:
             meta = item["metadata"]
             out[subject(item)] = {

@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 from apply_support import REPO, kubectl
+from harness import dump_all
 from kfctl_testbed import kube_rest, localcluster
 from kfctl_testbed.poll import PollTimeout, poll
 
@@ -252,7 +253,7 @@ def token_kubeconfig(admin_kubeconfig: str, *, namespace: str, service_account: 
 def kubectl_apply(kubeconfig: str, objects: list[dict[str, Any]]) -> None:
     proc = subprocess.run(
         ["kubectl", "--kubeconfig", kubeconfig, "apply", "-f", "-"],
-        input=yaml.safe_dump_all(objects),
+        input=dump_all(objects),
         capture_output=True,
         text=True,
         timeout=120,

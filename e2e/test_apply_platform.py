@@ -11,8 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 from apply_support import CertManagerWebhookCA, kfctl, kubectl, released
+
+from kfctl import yamlio
 
 pytestmark = pytest.mark.e2e
 
@@ -52,7 +53,7 @@ def app_dir(tmp_path_factory: pytest.TempPathFactory, kubeconfig: str) -> Iterat
 def rendered(app_dir: Path) -> list[dict[str, object]]:
     out: list[dict[str, object]] = []
     for f in sorted((app_dir / "rendered").glob("*.yaml")):
-        out += [o for o in yaml.safe_load_all(f.read_text()) if o]
+        out += [o for o in yamlio.safe_load_all(f.read_text()) if o]
     return out
 
 

@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 import yaml
-from harness import run_cluster
+from harness import dump_all, run_cluster
 
+from kfctl import yamlio
 from kfctl.app.generate import generate
 from kfctl.app.init import init_app
 from kfctl.catalog.load import load_catalog
@@ -72,7 +73,7 @@ def render_all(tmp: Path, platform: str) -> list[dict[str, Any]]:
             plugin["spec"][key] = PLATFORM_VALUES.get(key, plugin["spec"][key])
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     generate(load_kfdef(path, catalog), catalog)
-    return [o for f in sorted((app / "rendered").glob("*.yaml")) for o in yaml.safe_load_all(f.read_text()) if o]
+    return [o for f in sorted((app / "rendered").glob("*.yaml")) for o in yamlio.safe_load_all(f.read_text()) if o]
 
 
 @pytest.mark.parametrize("platform", ["kind", "gcp", "aws", "azure", "generic"])
@@ -91,7 +92,7 @@ def test_every_rendered_object_passes_server_side_validation(
         "--force-conflicts",
         "-f",
         "-",
-        stdin=yaml.safe_dump_all(setup),
+        stdin=dump_all(setup),
     )
     assert created.returncode == 0, created.stderr
     if crds:
@@ -107,7 +108,7 @@ def test_every_rendered_object_passes_server_side_validation(
         "--dry-run=server",
         "-f",
         "-",
-        stdin=yaml.safe_dump_all(rest),
+        stdin=dump_all(rest),
     )
     assert result.returncode == 0, result.stderr
     accepted = [line for line in result.stdout.splitlines() if "(server dry run)" in line]

@@ -12,13 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from harness import Cluster, poll
 from kfctl_testbed import localcluster, pki, standin
 from kfctl_testbed.kube_rest import JSON, ApiError, Client
+
+from kfctl import yamlio
 
 pytestmark = pytest.mark.e2e
 
@@ -281,7 +282,7 @@ def cert_manager_crds(api: Client, running_standin: None) -> Any:
     them). The stand-in was running before they existed, which is part of what is tested."""
     docs = {}
     for path in sorted((REPO / "manifests" / "cert-manager").glob("crd-*.yaml")):
-        for doc in yaml.safe_load_all(path.read_text()):
+        for doc in yamlio.safe_load_all(path.read_text()):
             if doc and doc.get("kind") == "CustomResourceDefinition":
                 docs[doc["metadata"]["name"]] = doc
     missing = [n for n in CERT_MANAGER_CRDS if n not in docs]

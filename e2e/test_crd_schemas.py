@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
-from harness import poll
+from harness import dump_all, poll
 
 from kfctl import yamlio
 from kfctl.render.kustomize import find_kustomize
@@ -84,7 +84,7 @@ def catalog_crds(exe: str, kubeconfig: str, component: str) -> Iterator[list[dic
     found = kubectl(exe, kubeconfig, "get", *names, "--ignore-not-found", "-o", "name").stdout.split()
     existing = {f"crd/{line.split('/', 1)[1]}" for line in found}
     apply = ["apply", "--server-side", f"--field-manager={FIELD_MANAGER}", "--force-conflicts", "-f", "-"]
-    applied = kubectl(exe, kubeconfig, *apply, stdin=yaml.safe_dump_all(crds))
+    applied = kubectl(exe, kubeconfig, *apply, stdin=dump_all(crds))
     assert applied.returncode == 0, applied.stderr
     try:
         # kubectl wait (v1.33) gives up at once on a CRD whose status has no conditions yet (".status.conditions
@@ -200,7 +200,7 @@ def test_the_catalogs_own_custom_resources_pass_strict_validation(
         groups = {o["spec"]["group"] for o in objects if o["kind"] == "CustomResourceDefinition"}
         custom = [o for o in objects if o["apiVersion"].split("/")[0] in groups]
         assert custom
-        result = create_strictly(kubectl_exe, kubeconfig, yaml.safe_dump_all(custom))
+        result = create_strictly(kubectl_exe, kubeconfig, dump_all(custom))
         assert result.returncode == 0, result.stderr
         assert result.stderr == ""
         assert result.stdout.count("created (server dry run)") == len(custom), result.stdout

@@ -23,6 +23,8 @@ import pytest
 import yaml
 from kfctl_testbed import flux as flux_support
 
+from kfctl import yamlio
+
 pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parent.parent
@@ -88,7 +90,7 @@ def test_export_passes_a_strict_server_side_dry_run(gitops_crds: str, app_dir: P
     args = ["export", str(app_dir), "--format", fmt, "--repo-url", "https://git.example.com/ml/platform.git"]
     out = kfctl(*args, "--path", "clusters/e2e", "--revision", "refs/tags/v1.0.0", "--prune")
     assert out.returncode == 0, out.stderr
-    docs: list[dict[str, Any]] = [d for d in yaml.safe_load_all(out.stdout) if d]
+    docs: list[dict[str, Any]] = [d for d in yamlio.safe_load_all(out.stdout) if d]
     kinds = {d["kind"] for d in docs}
     assert kinds == ({"Application"} if fmt == "argocd" else {"GitRepository", "Kustomization"})
     assert {"platform-kserve", "platform-kserve-admitted"} <= {d["metadata"]["name"] for d in docs}

@@ -45,6 +45,8 @@ from full_platform_support import (
 from harness import Cluster, poll
 from kfctl_testbed import upstream_mirror
 
+from kfctl import yamlio
+
 pytestmark = pytest.mark.e2e
 
 NAME = "kubeflow"
@@ -324,7 +326,7 @@ def test_real_knative_serving_makes_its_certificate_validates_and_reconciles_a_s
         containers = {c["name"]: c["image"] for c in deployment["spec"]["template"]["spec"]["containers"]}
         release_config = {
             d["metadata"]["name"]: d
-            for d in yaml.safe_load_all(
+            for d in yamlio.safe_load_all(
                 (release / "common/knative/knative-serving/base/upstream/serving-core.yaml").read_text()
             )
             if d and d.get("kind") == "ConfigMap"

@@ -44,6 +44,7 @@ from kfctl_testbed import flux as flux_support
 from kfctl_testbed import gitserver, kube_rest
 from kfctl_testbed.flux import FLUX_NAME_LABEL, GITREPOSITORIES, KUSTOMIZATIONS, Flux, Repo
 
+from kfctl import yamlio
 from kfctl.objects import ObjectKey
 
 pytestmark = pytest.mark.e2e
@@ -87,7 +88,7 @@ def key_of(obj: dict[str, Any]) -> Key:
 
 def rendered_keys(app_dir: Path, application: str) -> set[Key]:
     """The objects kfctl renders for one application (what `kfctl apply` applies of it), by key."""
-    return {key_of(o) for o in yaml.safe_load_all((app_dir / "rendered" / f"{application}.yaml").read_text()) if o}
+    return {key_of(o) for o in yamlio.safe_load_all((app_dir / "rendered" / f"{application}.yaml").read_text()) if o}
 
 
 def applications(app_dir: Path) -> list[str]:
@@ -97,7 +98,7 @@ def applications(app_dir: Path) -> list[str]:
 
 def items(text: str) -> list[dict[str, Any]]:
     """The objects of `kubectl get -o json` output: a List, or the object itself when there is only one."""
-    doc = yaml.safe_load(text) if text.strip() else None
+    doc = json.loads(text) if text.strip() else None
     if not doc:
         return []
     return list(doc["items"]) if doc.get("kind") == "List" else [doc]

@@ -33,6 +33,8 @@ from kfctl_testbed import kube_rest
 from kfctl_testbed import poll as polling
 from runtime_support import TFJOBS, condition, create_tfjob, tfjob
 
+from kfctl import yamlio
+
 pytestmark = pytest.mark.e2e
 
 FIXTURES = REPO.parent / "shared" / "fixtures"
@@ -141,7 +143,7 @@ def _kustomize_each_application(r: Release, scratch: Path, kubeconfig: str) -> d
     root = src / f"manifests-{r.version.lstrip('v')}"
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for name, path, _ in r.applications():
-        objs = [o for o in yaml.safe_load_all(kubectl(kubeconfig, "kustomize", str(root / path))) if o]
+        objs = [o for o in yamlio.safe_load_all(kubectl(kubeconfig, "kustomize", str(root / path))) if o]
         out[name] = {object_id(o): o for o in objs}
     return out
 

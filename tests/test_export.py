@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kfctl import yamlio
 from kfctl.app.export import ExportOptions, application_dependencies, export, sync_waves, write_files
 from kfctl.catalog.model import Catalog
 from kfctl.cli.main import main
@@ -360,7 +361,7 @@ def test_cli_prints_the_same_bytes_every_time(
     assert main(args) == 0
     second = capsys.readouterr()
     assert first.out == second.out
-    docs = list(yaml.safe_load_all(first.out))
+    docs = list(yamlio.safe_load_all(first.out))
     assert [d["kind"] for d in docs] == ["GitRepository"] + ["Kustomization"] * 7
     assert first.err.startswith(f"Warning: {tmp_path}/kustomize/ has no directory for: cert-manager, common,")
     assert main([*args[:5], "--format", "argocd", "--repo-url", "u", "--path", "../x"]) == 2

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kfctl import yamlio
 from kfctl.app.generate import generate
 from kfctl.catalog.model import Catalog
 from kfctl.config.loader import load_kfdef
@@ -63,7 +64,7 @@ def snapshot(root: Path) -> dict[str, bytes]:
 
 
 def objects(app_dir: Path, app: str) -> list[dict]:
-    return [d for d in yaml.safe_load_all((app_dir / "rendered" / f"{app}.yaml").read_text()) if d]
+    return [d for d in yamlio.safe_load_all((app_dir / "rendered" / f"{app}.yaml").read_text()) if d]
 
 
 def deployment(app_dir: Path) -> dict:

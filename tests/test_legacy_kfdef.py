@@ -18,6 +18,7 @@ import yaml
 from fakecluster import FakeCluster, v1_app, write_app
 from upstream import shared_fixture
 
+from kfctl import yamlio
 from kfctl.app.generate import generate
 from kfctl.catalog.model import Catalog
 from kfctl.cli import apply_cmd, diff_cmd
@@ -159,7 +160,7 @@ def write_v1_app(tmp_path: Path, *apps: dict[str, Any]) -> Path:
 
 
 def names(app_dir: Path, app: str) -> list[str]:
-    return [o["metadata"]["name"] for o in yaml.safe_load_all((app_dir / "rendered" / f"{app}.yaml").read_text())]
+    return [o["metadata"]["name"] for o in yamlio.safe_load_all((app_dir / "rendered" / f"{app}.yaml").read_text())]
 
 
 def test_a_v1_tree_renders_one_overlay_and_a_file_beside_its_directory(tmp_path: Path, real_catalog: Catalog) -> None:

@@ -31,6 +31,7 @@ from click.testing import CliRunner
 from kfctl_testbed import fileserver, gitserver, upstream_mirror
 from upstream import shared_fixture
 
+from kfctl import yamlio
 from kfctl.app.generate import generate
 from kfctl.catalog.model import Catalog
 from kfctl.cli.main import cli
@@ -213,7 +214,7 @@ def test_upstream_remote_bases_are_pinned_vendored_and_build_without_the_network
         header = (app / "kustomize" / name / "kustomization.yaml").read_text(encoding="utf-8")
         assert "`kustomize build --load-restrictor LoadRestrictionsNone` of this" in header
         assert build(kustomize_argv, app / "kustomize" / name) == (app / "rendered" / f"{name}.yaml").read_text()
-    jobset = yaml.safe_load_all((app / "rendered" / "trainer.yaml").read_text(encoding="utf-8"))
+    jobset = yamlio.safe_load_all((app / "rendered" / "trainer.yaml").read_text(encoding="utf-8"))
     images = {
         c["image"] for o in jobset if o["kind"] == "Deployment" for c in o["spec"]["template"]["spec"]["containers"]
     }

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kfctl import yamlio
 from kfctl.app.generate import generate
 from kfctl.catalog.model import Catalog
 from kfctl.config.loader import load_kfdef
@@ -87,7 +88,7 @@ def write(app: Path, *, extra: str = "", path: str = APP_PATH) -> Path:
 
 
 def rendered(app: Path) -> list[dict]:
-    return [d for d in yaml.safe_load_all((app / "rendered" / "training-operator.yaml").read_text()) if d]
+    return [d for d in yamlio.safe_load_all((app / "rendered" / "training-operator.yaml").read_text()) if d]
 
 
 def test_foreign_overlay_renders_with_its_own_params_and_catalog_overlays(tmp_path: Path, catalog: Catalog) -> None:

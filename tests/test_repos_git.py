@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kfctl import yamlio
 from kfctl.app.generate import generate
 from kfctl.catalog.model import Catalog
 from kfctl.config.loader import load_kfdef
@@ -84,7 +85,7 @@ def write_kfdef(app: Path, uri: str, ref: str) -> Path:
 
 
 def version(app: Path) -> str:
-    docs = [d for d in yaml.safe_load_all((app / "rendered" / "web.yaml").read_text()) if d]
+    docs = [d for d in yamlio.safe_load_all((app / "rendered" / "web.yaml").read_text()) if d]
     return str(docs[0]["data"]["version"])
 
 

@@ -15,6 +15,7 @@ import pytest
 import yaml
 from credentials import PLACEHOLDERS, credentials_in, secret_values_in
 
+from kfctl import yamlio
 from kfctl.app.export import ExportOptions, dump_documents, export
 from kfctl.app.generate import generate
 from kfctl.app.init import init_app
@@ -40,7 +41,7 @@ def render(app: Path, catalog: Catalog, parameters: dict[str, dict[str, str]] | 
 
 def objects(app: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     for path in sorted((app / "rendered").glob("*.yaml")):
-        for obj in yaml.safe_load_all(path.read_text()):
+        for obj in yamlio.safe_load_all(path.read_text()):
             if obj:
                 yield path.stem, obj
 
