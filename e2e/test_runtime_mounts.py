@@ -15,6 +15,8 @@ import pytest
 from kfctl_testbed import runtime
 
 V = Path("/state/pods/ns_p/volumes")
+BINARY = "/cache/bin/manager-v1.0.0"
+EXEC = f'exec {BINARY} "$@"'
 
 
 def bind(src: str, dst: str) -> list[str]:
@@ -32,12 +34,13 @@ def bind(src: str, dst: str) -> list[str]:
             [
                 *bind(f"{V}/token", "/var/run/secrets/kubernetes.io/serviceaccount"),
                 "mount -o remount,bind,ro /var/run/secrets/kubernetes.io/serviceaccount",
+                EXEC,
             ],
             id="one-read-only",
         ),
         pytest.param(
             [(V / "certs", "/etc/certs/inner", False, ""), (V / "etc", "/etc/certs", False, "")],
-            [*bind(f"{V}/etc", "/etc/certs"), *bind(f"{V}/certs", "/etc/certs/inner")],
+            [*bind(f"{V}/etc", "/etc/certs"), *bind(f"{V}/certs", "/etc/certs/inner"), EXEC],
             id="parents-first",
         ),
         pytest.param(
@@ -45,6 +48,7 @@ def bind(src: str, dst: str) -> list[str]:
             [
                 f"if [ -d {V}/certs ] && [ ! -e {V}/certs/serving-certs ]; then mkdir -p {V}/certs/serving-certs; fi",
                 *bind(f"{V}/certs/serving-certs", "/etc/k8s-webhook-server/serving-certs"),
+                EXEC,
             ],
             id="missing-subpath-made-a-directory",
         ),
@@ -63,13 +67,27 @@ def bind(src: str, dst: str) -> list[str]:
                 *bind("/run/kfctl-e2e-stage/0", "/state"),
                 *bind("/run/kfctl-e2e-stage/1", "/var/run/secrets/kubernetes.io/serviceaccount"),
                 "mount -o remount,bind,ro /var/run/secrets/kubernetes.io/serviceaccount",
+                EXEC,
             ],
             id="a-mountpath-over-the-sources-stages-them",
         ),
+        pytest.param(
+            [(Path("/var/volumes/tmp"), "/cache", False, "")],
+            [
+                "mkdir -p /run/kfctl-e2e-stage",
+                "mount -t tmpfs kfctl-e2e-stage /run/kfctl-e2e-stage",
+                "mkdir /run/kfctl-e2e-stage/bin",
+                "touch /run/kfctl-e2e-stage/bin/manager-v1.0.0",
+                f"mount --bind {BINARY} /run/kfctl-e2e-stage/bin/manager-v1.0.0",
+                *bind("/var/volumes/tmp", "/cache"),
+                'exec /run/kfctl-e2e-stage/bin/manager-v1.0.0 "$@"',
+            ],
+            id="a-mountpath-over-the-binary-stages-it",
+        ),
     ],
 )
-def test_mount_script(mounts: list[runtime.Mount], expected: list[str]) -> None:
-    assert runtime.mount_script(mounts) == expected
+def test_container_script(mounts: list[runtime.Mount], expected: list[str]) -> None:
+    assert runtime.container_script(mounts, BINARY) == expected
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mount namespaces need root, as the runtime itself does")
@@ -88,12 +106,12 @@ def test_a_volume_over_the_runtimes_own_directory_hides_no_other_volume(tmp_path
         (volumes / "tmp", str(tmp_path), False, ""),  # covers every source above
         (volumes / "certs", str(target / "certs"), False, "serving-certs"),
     ]
-    script = "\n".join(["set -e", *runtime.mount_script(mounts), 'exec "$@"'])
+    script = "\n".join(["set -e", *runtime.container_script(mounts, "/bin/sh")])
     probe = f"cat {shlex.quote(str(target / 'secrets' / 'token'))} {shlex.quote(str(tmp_path / 'marker'))}; " + (
         f"touch {shlex.quote(str(target / 'certs' / 'written'))}"
     )
     run = subprocess.run(
-        ["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script, "probe", "/bin/sh", "-c", probe],
+        ["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script, "probe", "-c", probe],
         capture_output=True,
         text=True,
         timeout=30,
@@ -102,3 +120,28 @@ def test_a_volume_over_the_runtimes_own_directory_hides_no_other_volume(tmp_path
     assert run.returncode == 0, run.stderr
     assert run.stdout == "a token\nemptyDir\n"
     assert (volumes / "certs" / "serving-certs" / "written").is_file()  # the subPath the kubelet would have made
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mount namespaces need root, as the runtime itself does")
+def test_a_volume_over_the_binary_cache_does_not_hide_the_binary(tmp_path: Path) -> None:
+    """A binary cache under /tmp (HOME there) and the Spark operator's emptyDir at /tmp: before the stage, the
+    container's exec said `not found` and the pod crash-looped. The binary must run, under its own file name, with
+    the volume mounted over its directory."""
+    cache = tmp_path / "cache" / "bin"
+    cache.mkdir(parents=True)
+    binary = cache / "spark-operator-v2.4.0"
+    binary.write_text('#!/bin/sh\necho "$(basename "$0") $*"; ls "$1"\n')
+    binary.chmod(0o755)
+    empty_dir = tmp_path / "volumes" / "tmp"
+    empty_dir.mkdir(parents=True)
+    (empty_dir / "marker").write_text("emptyDir\n")
+    script = "\n".join(["set -e", *runtime.container_script([(empty_dir, str(tmp_path), False, "")], str(binary))])
+    run = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script, "runtime", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == f"spark-operator-v2.4.0 {tmp_path}\nmarker\n"  # the emptyDir, not the cache, at its path

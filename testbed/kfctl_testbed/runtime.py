@@ -15,7 +15,8 @@ way a kubelet would run the container:
   configMap, secret, downwardAPI) and emptyDir volumes are materialised under <state>/pods/<ns>_<pod>/ and
   refreshed while the pod runs (a rotator that writes its Secret waits for the files, as with a kubelet);
   they are bind-mounted at the container's mountPaths inside a private mount namespace (`unshare --mount
-  --propagation private`, root only), so two processes that hard-code the same path never meet;
+  --propagation private`, root only), so two processes that hard-code the same path never meet; a volume whose
+  mountPath covers the binary cache (an emptyDir at /tmp, when the cache is under /tmp) does not hide the binary;
 - hostname: the pod's name, in a UTS namespace of its own (leader-election identities are built from it);
 - DNS: /etc/resolv.conf names 127.0.0.1, where nothing answers (there is no cluster DNS, and the host's resolver
   is off loopback): a lookup fails at once;
@@ -156,14 +157,16 @@ def _covers(target: str, path: str) -> bool:
     return path == target or path.startswith(target.rstrip("/") + "/")
 
 
-def mount_script(mounts: list[Mount]) -> list[str]:
-    """Shell lines that bind each volume at its mountPath inside the process's private mount namespace.
+def container_script(mounts: list[Mount], binary: str) -> list[str]:
+    """Shell lines that bind each volume at its mountPath inside the process's private mount namespace, then
+    become the binary (`exec`, with the container's arguments as "$@").
 
     As a kubelet does: a subPath that does not exist yet is created as a directory, and mountPaths go parents
     first (as container runtimes sort them), so /tmp never covers a volume mounted below it. A mountPath can also
-    cover volumes' sources on the host (a volume at /tmp, when the runtime's state dir is in /tmp: the Spark
-    operator's controller mounts an emptyDir there): then every source is first bound into a tmpfs stage no
-    mountPath covers, and mounted from there."""
+    cover paths on the host the runtime still needs: volumes' sources when the runtime's state dir is in /tmp, or
+    the binary itself when the binary cache is (the Spark operator's controller mounts an emptyDir at /tmp). Then
+    each of them is first bound into a tmpfs stage no mountPath covers, and used from there; the binary keeps its
+    file name, which some programs print as their own."""
     lines: list[str] = []
     ordered = sorted(mounts, key=lambda m: len(Path(m[1]).parts))
     sources = [str(src / sub) if sub else str(src) for src, _, _, sub in ordered]
@@ -171,23 +174,34 @@ def mount_script(mounts: list[Mount]) -> list[str]:
         if sub:
             q = shlex.quote(path)
             lines.append(f"if [ -d {shlex.quote(str(src))} ] && [ ! -e {q} ]; then mkdir -p {q}; fi")
-    if any(_covers(target, path) for _, target, _, _ in ordered for path in sources):
-        stage = next(c for c in STAGE_CANDIDATES if not any(_covers(t, c) for _, t, _, _ in ordered))
+    targets = [target for _, target, _, _ in ordered]
+    hidden_sources = any(_covers(t, path) for t in targets for path in sources)
+    hidden_binary = any(_covers(t, binary) for t in targets)
+    exe = binary
+    if hidden_sources or hidden_binary:
+        stage = next(c for c in STAGE_CANDIDATES if not any(_covers(t, c) for t in targets))
         q_stage = shlex.quote(stage)
         lines += [f"mkdir -p {q_stage}", f"mount -t tmpfs kfctl-e2e-stage {q_stage}"]
-        staged = []
-        for i, path in enumerate(sources):
-            q_src, q_tmp = shlex.quote(path), shlex.quote(f"{stage}/{i}")
-            lines.append(f"if [ -d {q_src} ]; then mkdir {q_tmp}; else touch {q_tmp}; fi")
-            lines.append(f"mount --bind {q_src} {q_tmp}")
-            staged.append(f"{stage}/{i}")
-        sources = staged
+        if hidden_sources:
+            staged = []
+            for i, path in enumerate(sources):
+                q_src, q_tmp = shlex.quote(path), shlex.quote(f"{stage}/{i}")
+                lines.append(f"if [ -d {q_src} ]; then mkdir {q_tmp}; else touch {q_tmp}; fi")
+                lines.append(f"mount --bind {q_src} {q_tmp}")
+                staged.append(f"{stage}/{i}")
+            sources = staged
+        if hidden_binary:
+            exe = f"{stage}/bin/{Path(binary).name}"
+            q_exe = shlex.quote(exe)
+            lines += [f"mkdir {shlex.quote(stage + '/bin')}", f"touch {q_exe}"]
+            lines.append(f"mount --bind {shlex.quote(binary)} {q_exe}")
     for (_, target, read_only, _), path in zip(ordered, sources, strict=True):
         q_src, q_dst = shlex.quote(path), shlex.quote(target)
         lines.append(f"if [ -d {q_src} ]; then mkdir -p {q_dst}; else mkdir -p $(dirname {q_dst}); touch {q_dst}; fi")
         lines.append(f"mount --bind {q_src} {q_dst}")
         if read_only:
             lines.append(f"mount -o remount,bind,ro {q_dst}")
+    lines.append(f'exec {shlex.quote(exe)} "$@"')
     return lines
 
 
@@ -519,7 +533,7 @@ class Runtime:
         command = [expand(a, env) for a in container.get("command") or []]
         args = [expand(a, env) for a in container.get("args") or []]
         # The binary is the image's entrypoint: it replaces command[0] (or the image's own ENTRYPOINT).
-        argv = [str(binary), *command[1:], *args]
+        arguments = [*command[1:], *args]
 
         mounts: list[Mount] = []
         volumes = {v["name"]: v for v in pod["spec"].get("volumes") or []}
@@ -550,8 +564,7 @@ class Runtime:
             f"touch {q_netns}",
             f"while [ ! -e {q_relay} ]; do sleep 0.02; done",
         ]
-        lines += mount_script(mounts)
-        lines.append('exec "$@"')
+        lines += container_script(mounts, str(binary))
         full = [
             # Should the runtime die without stopping it (SIGKILL), the process dies too: no orphan keeps running.
             "setpriv",
@@ -567,7 +580,7 @@ class Runtime:
             "-c",
             "\n".join(lines),
             "runtime",
-            *argv,
+            *arguments,
         ]
         cwd = Path(container.get("workingDir") or state.root)
         return Process(
