@@ -4,7 +4,8 @@ Per cache dir: one build at a time (a flock on <dir>/.lock: several e2e sessions
 dir inside it that is renamed into place, so a cache never holds half a binary. The go commands run with the
 environment the recipes were measured with (``GO_ENV``); their output goes to stderr, so stdout stays the caller's
 (cli prints the dirs there). Progress goes to `log`, one line per build, with a cold build's estimate when it starts
-and its time when it ends; besides go's own output, this module prints nothing.
+and its time when it ends; besides go's own output, this module prints nothing. Meanwhile `prefetch` downloads the
+modules of the builds to come.
 """
 
 from __future__ import annotations
