@@ -81,9 +81,9 @@ def test_a_release_not_built_in_advance_is_built_on_first_use_and_runs(
 
     text = poll(started, timeout=BUILD_TIMEOUT_SECONDS, what=f"the runtime to build {binary} and run it")
     # The start line is the runtime's whole command, setpriv … unshare … sh -c '<prelude, several lines>' runtime
-    # <binary> <args…>: the binary follows the prelude's closing quote and its $0.
+    # <args…>: the prelude's last line execs the binary with the container's arguments.
     start = text[text.index("--- runtime: start #0") :]
-    assert re.search(rf"' runtime {re.escape(shlex.quote(str(bin_dir / binary)))}(\s|$)", start), start[:2000]
+    assert re.search(rf'\nexec {re.escape(shlex.quote(str(bin_dir / binary)))} "\$@"', start), start[:2000]
     assert (bin_dir / binary).is_file()
     log = (pod_runtime.parent / "logs" / "runtime.log").read_text(errors="replace")
     built = [line for line in log.splitlines() if f"first use: {binary} built in" in line]
