@@ -60,12 +60,12 @@ lint: $(BIN)/.installed
 unit: $(BIN)/.installed
 	$(BIN)/pytest -m "not e2e" -n 2
 
-# Two workers, one per core. The hermetic tests are CPU-bound (kustomize, rendering); the e2e tests mostly wait on
-# the control planes they start, so two modules at a time (--dist loadfile: a module's tests share its cluster)
-# took 41 min where one at a time takes about 58.
+# The hermetic tests are CPU-bound (kustomize, rendering): two workers, one per core. The e2e tests also wait on
+# the control planes they start (--dist loadfile: a module's tests share its cluster): two modules at a time left a
+# quarter of two cores idle (2130-2213 s), three at a time 12 % (1598 s, 2026-11-28; e2e/README.md).
 test: setup lint
 	$(BIN)/pytest -m "not e2e" -n 2 --durations=10
-	$(BIN)/pytest -m e2e -n 2 --dist loadfile --durations=25
+	$(BIN)/pytest -m e2e -n 3 --dist loadfile --durations=25
 
 clean:
 	rm -rf $(VENV) .work
