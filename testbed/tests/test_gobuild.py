@@ -16,11 +16,8 @@ import yaml
 from kfctl_testbed import localcluster, runtime
 from kfctl_testbed.gobuild import cachekeys, cli, pins
 from kfctl_testbed.gobuild.errors import PinError
-from kfctl_testbed.gobuild.prefetch import Job, Prefetch
 from kfctl_testbed.gobuild.recipes import Group, Selection, builds, in_groups, operator_binaries, recipe, releases
-from kfctl_testbed.gobuild.run import Dirs, Options, Runner, dirs
 from kfctl_testbed.gobuild.versions import GOBUILD, REPO, VERSIONS_FILE, Versions, parse_versions
-from kfctl_testbed.poll import poll
 
 VERSIONS = Versions.load()
 CONTROL_PLANE = {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok"}
@@ -352,87 +349,3 @@ def test_a_kubectl_two_minors_away_is_not_enough(machine: dict[str, str]) -> Non
     assert code == 0, err
     assert "kubernetes v1.33.13: building kube-apiserver kube-controller-manager kube-scheduler kubectl (" in err
     assert "kubectl: not built" not in err
-
-
-# --- prefetch: the next builds' modules download while this one compiles --------------------------------------
-
-
-def test_a_cold_run_prefetches_each_wrapper_build_in_build_order_and_a_warm_one_nothing(tmp_path: Path) -> None:
-    def jobs(selection: Selection, **options: bool) -> list[tuple[str, tuple[str, ...]]]:
-        runner = Runner(VERSIONS, Options(selection, **options), run_dirs(selection, tmp_path), lambda _: None, {})
-        return [(job.cwd.name, job.packages) for job in runner.prefetch_jobs()]
-
-    demo = Selection(operators=True, demo=True)
-    k8s = tuple(f"k8s.io/kubernetes/cmd/{c}" for c in ("kube-apiserver", "kube-controller-manager", "kube-scheduler"))
-    # kwok and helm are `go install`s (their own modules' go.sum): their builds download for themselves
-    assert jobs(Selection()) == [
-        ("etcd", ("go.etcd.io/etcd/server/v3",)),
-        ("k8s", (*k8s, "k8s.io/kubernetes/cmd/kubectl")),
-    ]
-    assert jobs(demo) == [  # the demo may take the machine's kubectl: its build, if any, downloads for itself
-        ("etcd", ("go.etcd.io/etcd/server/v3",)),
-        ("k8s", k8s),
-        ("training-operator", ("github.com/kubeflow/training-operator/cmd/training-operator.v1",)),
-        ("katib", ("github.com/kubeflow/katib/cmd/katib-controller/v1beta1",)),
-        ("kserve", ("github.com/kserve/kserve/cmd/manager",)),
-    ]
-    assert jobs(demo, tidy=True) == []  # --tidy rewrites the go.sum files go list would read
-    cache = run_dirs(demo, tmp_path)
-    for d in (cache.bin, cache.operators):
-        assert d is not None
-        d.mkdir(parents=True)
-        for name in CONTROL_PLANE | operator_binaries(VERSIONS):
-            (d / name).write_text("#!/bin/sh\n")
-            (d / name).chmod(0o755)
-    assert jobs(demo) == []
-
-
-def run_dirs(selection: Selection, tmp_path: Path) -> Dirs:
-    return dirs(VERSIONS, selection, root=tmp_path / "cache")
-
-
-RECORDING_GO = """\
-import json, os, sys, time
-with open(os.environ["GO_CALLS"], "a") as calls:
-    calls.write(json.dumps([os.getcwd(), *sys.argv[1:]]) + "\\n")
-time.sleep(float(os.environ.get("GO_SLEEP", "0")))
-"""
-
-
-@pytest.fixture
-def recording_go(tmp_path: Path) -> dict[str, str]:
-    (tmp_path / "go").write_text(f"#!{sys.executable}\n{RECORDING_GO}")
-    (tmp_path / "go").chmod(0o755)
-    return {"PATH": str(tmp_path), "GO_CALLS": str(tmp_path / "calls")}
-
-
-def recorded(env: dict[str, str]) -> list[list[str]]:
-    path = Path(env["GO_CALLS"])
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
-def test_prefetch_runs_go_list_deps_of_each_job_in_order_in_its_wrapper(
-    tmp_path: Path, recording_go: dict[str, str]
-) -> None:
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    jobs = [Job(tmp_path / "a", ("example.com/a/cmd/x",), recording_go), Job(tmp_path / "b", ("p", "q"), recording_go)]
-    with Prefetch(jobs) as prefetch:
-        poll(lambda: len(prefetch.done) == 2, timeout=60, interval=0.05, what="both prefetch jobs")
-    list_ = ["list", "-mod=readonly", "-e", "-deps", "-f", "{{.ImportPath}}"]
-    assert recorded(recording_go) == [
-        [str(tmp_path / "a"), *list_, "example.com/a/cmd/x"],
-        [str(tmp_path / "b"), *list_, "p", "q"],
-    ]
-
-
-def test_leaving_prefetch_stops_the_go_list_still_running_and_starts_no_other(
-    tmp_path: Path, recording_go: dict[str, str]
-) -> None:
-    env = {**recording_go, "GO_SLEEP": "600"}
-    jobs = [Job(tmp_path, ("first",), env), Job(tmp_path, ("second",), env)]
-    prefetch = Prefetch(jobs)
-    with prefetch:
-        poll(lambda: len(recorded(env)) == 1, timeout=60, interval=0.05, what="the first go list")
-    assert prefetch.done == []  # stopped, not run to its end (the with block returned well before 600 s)
-    assert [call[-1] for call in recorded(env)] == ["first"]

@@ -4,8 +4,7 @@ Per cache dir: one build at a time (a flock on <dir>/.lock: several e2e sessions
 dir inside it that is renamed into place, so a cache never holds half a binary. The go commands run with the
 environment the recipes were measured with (``GO_ENV``); their output goes to stderr, so stdout stays the caller's
 (cli prints the dirs there). Progress goes to `log`, one line per build, with a cold build's estimate when it starts
-and its time when it ends; besides go's own output, this module prints nothing. Meanwhile `prefetch` downloads the
-modules of the builds to come.
+and its time when it ends; besides go's own output, this module prints nothing.
 """
 
 from __future__ import annotations
@@ -26,8 +25,7 @@ from typing import Any
 
 from kfctl_testbed.gobuild import cachekeys
 from kfctl_testbed.gobuild.errors import BuildError, GoFailed, NoToolchain, PinError
-from kfctl_testbed.gobuild.prefetch import Job, Prefetch
-from kfctl_testbed.gobuild.recipes import Build, Group, Selection, builds, go_output_name, recipe, release
+from kfctl_testbed.gobuild.recipes import Build, Selection, builds, go_output_name, recipe, release
 from kfctl_testbed.gobuild.versions import GOBUILD, REPO, Versions
 
 Log = Callable[[str], None]
@@ -336,31 +334,8 @@ class Runner:
 
     # --- the sets --------------------------------------------------------------------------------------------
 
-    def prefetch_jobs(self) -> list[Job]:
-        """The wrapper builds this run will do, in its order, as prefetch jobs (none with --tidy, which rewrites the
-        wrappers' go.sum while they would read it; --demo's kubectl, which it may not build, is left to its build)."""
-        if self.options.tidy:
-            return []
-        selection, jobs = self.options.selection, []
-        sets: list[tuple[Group, Path | None]] = [("control plane", self.dirs.bin)]
-        sets += [("demo operators", self.dirs.operators), ("other operators", self.dirs.operators)]
-        sets += [("flux", self.dirs.flux)]
-        for group, bin_dir in sets:
-            for b in builds(selection, self.versions, group=group):
-                todo = self.missing(b, bin_dir) if bin_dir is not None else []
-                todo = [(name, pkg) for name, pkg in todo if not (selection.demo and name == "kubectl")]
-                if b.recipe.source == "wrapper" and todo:
-                    env = self._env(self._wrapper_env(b))
-                    jobs.append(Job(self.gobuild / b.wrapper, tuple(pkg for _, pkg in todo), env))
-        return jobs
-
     def run(self, go_version: str) -> Dirs:
-        """Every set of the selection, in order: the control plane (helm, kustomize), the operators, Flux; the
-        modules of the builds to come download meanwhile (prefetch)."""
-        with Prefetch(self.prefetch_jobs()):
-            return self._run_sets(go_version)
-
-    def _run_sets(self, go_version: str) -> Dirs:
+        """Every set of the selection, in order: the control plane (helm, kustomize), the operators, Flux."""
         selection = self.options.selection
         with locked_scratch(self.dirs.bin.parent, self.log) as scratch:
             self.started = time.monotonic()
