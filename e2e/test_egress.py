@@ -145,6 +145,10 @@ def webhook_refusal(api: kube_rest.Client, namespace: str, client_config: JSON) 
         webhook_configuration(name, client_config=client_config, selector=selector),
     )
     attempts = iter(range(1000))
+    # The API server finds a webhook's Service through its own informer, which may not have seen a Service created a
+    # moment before (seen under load: `service "no-process" not found`): that refusal is not the webhook's yet.
+    service = client_config.get("service")
+    not_seen = f'service "{service["name"]}" not found' if service else None
 
     def refused() -> tuple[str, float] | None:
         started = time.monotonic()
@@ -158,7 +162,8 @@ def webhook_refusal(api: kube_rest.Client, namespace: str, client_config: JSON) 
                 },
             )
         except ApiError as e:
-            return str(json.loads(e.body)["message"]), time.monotonic() - started
+            message = str(json.loads(e.body)["message"])
+            return None if not_seen and not_seen in message else (message, time.monotonic() - started)
         return None  # the configuration is not in force yet
 
     try:
