@@ -60,12 +60,12 @@ lint: $(BIN)/.installed
 unit: $(BIN)/.installed
 	$(BIN)/pytest -m "not e2e" -n 2
 
-# Two workers, one per core. The hermetic tests are CPU-bound (kustomize, rendering); the e2e tests also wait on the
-# control planes they start (--dist loadfile: a module's tests share its cluster). Three e2e workers were faster
-# (1553-1624 s against 2130-2213 s) but showed a race under that load (e2e/README.md): two until it is fixed.
+# The hermetic tests are CPU-bound (kustomize, rendering): one worker per core. The e2e tests also wait on the
+# control planes they start (--dist loadfile: a module's tests share its cluster), so two workers left the cores a
+# quarter idle; three take about 1580 s against 2130-2213 s with two (e2e/README.md).
 test: setup lint
 	$(BIN)/pytest -m "not e2e" -n 2 --durations=10
-	$(BIN)/pytest -m e2e -n 2 --dist loadfile --durations=25
+	$(BIN)/pytest -m e2e -n 3 --dist loadfile --durations=25
 
 clean:
 	rm -rf $(VENV) .work
