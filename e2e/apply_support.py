@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from harness import dump_all
+from kfctl_testbed import poll as polling
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -190,3 +192,38 @@ class CertManagerWebhookCA:
                 timeout=60,
                 check=False,
             )
+
+
+def exists(kubeconfig: str, *what: str, namespace: str = "") -> bool:
+    where = ["-n", namespace] if namespace else []
+    return bool(kubectl(kubeconfig, "get", *where, *what, "--ignore-not-found", "-o", "name").strip())
+
+
+def wait_gone(
+    kubeconfig: str, *what: str, namespace: str = "", timeout: float = 180, deleted: Run | None = None
+) -> None:
+    """Wait until the object is gone; on timeout say what holds it (a namespace's conditions name the content or
+    finalizers left, or a discovery failure) and, given the `kfctl delete` run that was to remove it, what that
+    run said of it (a namespace it kept names why)."""
+    try:
+        polling.poll(
+            lambda: not exists(kubeconfig, *what, namespace=namespace), timeout=timeout, what=f"{' '.join(what)} gone"
+        )
+    except polling.PollTimeout as timed_out:
+        where = ["-n", namespace] if namespace else []
+        left = kubectl(kubeconfig, "get", *where, *what, "-o", "json", check=False)
+        obj = json.loads(left) if left.strip() else {}
+        status = obj.get("status", {})
+        meta = obj.get("metadata", {})
+        # Never deleted, or deleted and made again? Its creation and who wrote it tell (issue 29, item 2).
+        writers = [(m.get("manager"), m.get("operation"), m.get("time")) for m in meta.get("managedFields") or []]
+        history = (
+            f"; created {meta.get('creationTimestamp')}, deletionTimestamp {meta.get('deletionTimestamp')}, "
+            f"written by {writers}, annotations {sorted(meta.get('annotations') or {})}"
+        )
+        said = ""
+        if deleted is not None:
+            subject = f"{what[0].capitalize()} {what[-1]}"
+            lines = [f"{e['event']}: {e.get('message', '')}" for e in deleted.events if e["subject"] == subject]
+            said = f"; kfctl delete (exit {deleted.code}) said of {subject}: {lines or 'nothing'}"
+        pytest.fail(f"{timed_out}; its status: {status}{history}{said}", pytrace=False)

@@ -24,9 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from apply_support import CertManagerWebhookCA, Run, kfctl, kubectl, write_local_kfdef
+from apply_support import CertManagerWebhookCA, exists, kfctl, kubectl, wait_gone, write_local_kfdef
 from harness import poll
-from kfctl_testbed import poll as polling
 from ownership_support import (
     Helm,
     chart_with,
@@ -67,41 +66,6 @@ def figures() -> Iterator[None]:
 
 def refusal(owners: str, n: int) -> str:
     return f"{n} object(s) the KfDef would install exist already under another owner ({owners}); nothing was written"
-
-
-def exists(kubeconfig: str, *what: str, namespace: str = "") -> bool:
-    where = ["-n", namespace] if namespace else []
-    return bool(kubectl(kubeconfig, "get", *where, *what, "--ignore-not-found", "-o", "name").strip())
-
-
-def wait_gone(
-    kubeconfig: str, *what: str, namespace: str = "", timeout: float = 180, deleted: Run | None = None
-) -> None:
-    """Wait until the object is gone; on timeout say what holds it (a namespace's conditions name the content or
-    finalizers left, or a discovery failure) and, given the `kfctl delete` run that was to remove it, what that
-    run said of it (a namespace it kept names why)."""
-    try:
-        polling.poll(
-            lambda: not exists(kubeconfig, *what, namespace=namespace), timeout=timeout, what=f"{' '.join(what)} gone"
-        )
-    except polling.PollTimeout as timed_out:
-        where = ["-n", namespace] if namespace else []
-        left = kubectl(kubeconfig, "get", *where, *what, "-o", "json", check=False)
-        obj = json.loads(left) if left.strip() else {}
-        status = obj.get("status", {})
-        meta = obj.get("metadata", {})
-        # Never deleted, or deleted and made again? Its creation and who wrote it tell (issue 29, item 2).
-        writers = [(m.get("manager"), m.get("operation"), m.get("time")) for m in meta.get("managedFields") or []]
-        history = (
-            f"; created {meta.get('creationTimestamp')}, deletionTimestamp {meta.get('deletionTimestamp')}, "
-            f"written by {writers}, annotations {sorted(meta.get('annotations') or {})}"
-        )
-        said = ""
-        if deleted is not None:
-            subject = f"{what[0].capitalize()} {what[-1]}"
-            lines = [f"{e['event']}: {e['message']}" for e in deleted.events if e["subject"] == subject]
-            said = f"; kfctl delete (exit {deleted.code}) said of {subject}: {lines or 'nothing'}"
-        pytest.fail(f"{timed_out}; its status: {status}{history}{said}", pytrace=False)
 
 
 def configmap(name: str, ns: str, value: str = "") -> dict[str, Any]:
