@@ -319,32 +319,54 @@ GONE = ApiError(404, "the server could not find the requested resource", reason=
 FORBIDDEN = ApiError(403, 'configmaps is forbidden: User "bob" cannot list resource "configmaps"', reason="Forbidden")
 
 
+UNCHECKED = "not deleted, as it may hold objects kfctl did not apply; re-run"
+USERS = obj("v1", "Secret", "users", "shared")  # not ours: seen while the ConfigMaps cannot be listed
+
+
 @pytest.mark.parametrize(
-    ("errors", "kept", "lists"),
+    ("errors", "extra", "failed", "kept", "lists"),
     [
-        pytest.param([TIMED_OUT] * 2, "", 3, id="transient-then-answers"),
+        pytest.param([TIMED_OUT] * 2, (), "", "", 3, id="transient-then-answers"),
         pytest.param(
             [TIMED_OUT] * 100,
-            f"cannot check what it holds (configmaps: {TIMED_OUT}); kept without --force-namespaces",
+            (),
+            f"cannot check what it holds (configmaps: {TIMED_OUT}); {UNCHECKED}",
+            "",
             None,
             id="transient-until-the-deadline",
         ),
-        pytest.param([GONE], "", 1, id="kind-not-served-at-once"),
+        pytest.param([GONE], (), "", "", 1, id="kind-not-served-at-once"),
         pytest.param(
             [FORBIDDEN],
-            f"cannot check what it holds (configmaps: {FORBIDDEN}); kept without --force-namespaces",
+            (),
+            f"cannot check what it holds (configmaps: {FORBIDDEN}); {UNCHECKED}",
+            "",
             1,
             id="forbidden-at-once",
         ),
+        pytest.param(
+            [FORBIDDEN],
+            (USERS,),
+            "",
+            "holds 1 object(s) kfctl did not apply: Secret shared/users; "
+            f"cannot check what it holds (configmaps: {FORBIDDEN}); kept without --force-namespaces",
+            1,
+            id="a-users-object-and-forbidden",
+        ),
     ],
 )
-def test_a_namespace_whose_contents_cannot_be_listed_is_kept_only_once_retrying_cannot_help(
-    errors: list[Exception], kept: str, lists: int | None
+def test_a_namespace_whose_contents_cannot_be_listed_is_not_deleted_and_the_run_fails_once_retrying_cannot_help(
+    errors: list[Exception], extra: tuple[Obj, ...], failed: str, kept: str, lists: int | None
 ) -> None:
-    """A failed list of one kind keeps the namespace (what it holds is unknown), but only after transient
-    failures were retried until the phase's deadline; a kind no longer served holds nothing."""
+    """A kind that cannot be listed leaves what the namespace holds unknown: the namespace is not deleted, and
+    that is a failure of the run (denied when the API server refused the list), not a namespace kept on purpose:
+    it is not released, so a re-run finishes the job. That only once transient failures were retried until the
+    phase's deadline; a kind no longer served holds nothing. A user's object seen beside it keeps the namespace
+    on purpose, as ever, naming both."""
     cluster = ListsFail()
     items = [member(cluster, ours(obj("v1", "Namespace", "shared"))), member(cluster, ours(cm("mine")))]
+    for o in extra:
+        cluster.put(o)
     cluster.errors = list(errors)
     now = [0.0]
 
@@ -356,13 +378,16 @@ def test_a_namespace_whose_contents_cannot_be_listed_is_kept_only_once_retrying_
         items,
         applyset_id=OURS,
         reporter=EventLog(),
-        options=DELETE,
+        options=RemoveOptions(namespaces=True, crds=True, wait_timeout=2.0, poll_interval=0.01, release_kept=True),
         verb="Deleted",
         clock=lambda: now[0],
         sleep=sleep,
     )
+    assert dict(result.failed).get(NS, "") == failed
+    assert result.denied == (FORBIDDEN in errors and not kept)
     assert dict(result.kept).get(NS, "") == kept
-    assert (NS in result.removed) == (not kept)
+    assert result.released == ([NS] if kept else [])
+    assert (NS in result.removed) == (not failed and not kept)
     if lists is not None:
         assert cluster.calls == lists
     else:

@@ -153,10 +153,11 @@ def _delete_locked(
             hint="they stay recorded in the inventory; fix the permission, then re-run kfctl delete",
         )
     elif result.stuck or result.failed:
+        hints = ["they stay recorded in the inventory: re-run kfctl delete"] if result.failed else []
+        if result.stuck:
+            hints.append("objects stuck on finalizers wait for their controller; remove a finalizer only if it is gone")
         summary.error = HealthError(
-            f"{len(summary.stuck)} object(s) were not deleted",
-            details=summary.stuck,
-            hint="objects stuck on finalizers wait for their controller; remove the finalizer only if it is gone",
+            f"{len(summary.stuck)} object(s) were not deleted", details=summary.stuck, hint="; ".join(hints)
         )
     summary.seconds = time.monotonic() - start
     summary.requests = cluster.stats.as_dict()

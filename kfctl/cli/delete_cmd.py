@@ -65,9 +65,11 @@ def delete(
     then CRDs, workloads, RBAC, namespaces last; each phase waits until its objects are gone and
     names objects stuck on finalizers. PVCs (and the namespaces holding them, and the generated
     Secrets that open their data) stay unless --delete-storage; namespaces holding objects kfctl
-    did not apply (named in the output) stay unless --force-namespaces; objects kfctl adopted
-    rather than created (apply --adopt: a Helm release's, a namespace that existed before) stay
-    unless --delete-adopted. Only objects still carrying kfctl's label and UID are touched.
+    did not apply (named in the output) stay unless --force-namespaces, and a namespace whose
+    contents cannot all be listed is not deleted either: the run fails naming the kinds, and a
+    re-run finishes the job; objects kfctl adopted rather than created (apply --adopt: a Helm
+    release's, a namespace that existed before) stay unless --delete-adopted. Only objects still
+    carrying kfctl's label and UID are touched.
 
     On a terminal it first says how many objects it would delete and keep, and asks (--yes skips the
     question; with stdin not a terminal, as in scripts and CI, it does not ask). --dry-run lists each

@@ -17,7 +17,7 @@ from typing import Any
 from kfctl.engine import labels
 from kfctl.engine.inventory import ID_LABEL as APPLYSET_ID_LABEL
 from kfctl.k8s.api import ApiError, Cluster, NoKindMatch, Resource
-from kfctl.k8s.errors import MethodNotAllowed, NotFound
+from kfctl.k8s.errors import MethodNotAllowed, NotFound, Transient
 from kfctl.objects import Obj, ObjectKey
 
 # Made in every namespace by the control plane: never user data.
@@ -64,20 +64,17 @@ class Foreign:
 class Contents:
     foreign: tuple[Foreign, ...]
     unreadable: tuple[str, ...]  # "secrets: 403 Forbidden: …" — kinds we could not check
-
-    @property
-    def keeps(self) -> bool:
-        return bool(self.foreign or self.unreadable)
+    denied: bool = False  # an unreadable kind was refused (RBAC), not failing transiently
 
     def describe(self) -> str:
-        parts = []
-        if self.foreign:
-            names = ", ".join(str(f) for f in self.foreign[:SHOWN])
-            more = f" and {len(self.foreign) - SHOWN} more" if len(self.foreign) > SHOWN else ""
-            parts.append(f"holds {len(self.foreign)} object(s) kfctl did not apply: {names}{more}")
-        if self.unreadable:
-            parts.append(f"cannot check what it holds ({'; '.join(self.unreadable[:3])})")
-        return "; ".join(parts)
+        """What it holds that is not ours, named (for a namespace kept on purpose)."""
+        names = ", ".join(str(f) for f in self.foreign[:SHOWN])
+        more = f" and {len(self.foreign) - SHOWN} more" if len(self.foreign) > SHOWN else ""
+        return f"holds {len(self.foreign)} object(s) kfctl did not apply: {names}{more}"
+
+    def unchecked(self) -> str:
+        """Why what it holds is unknown (for a namespace that could not be checked)."""
+        return f"cannot check what it holds ({'; '.join(self.unreadable[:3])})"
 
 
 def automatic(obj: Mapping[str, Any], group: str) -> bool:
@@ -162,8 +159,8 @@ def namespace_contents(
     install's own workloads: secrets_named_by), nor a Service named as a Lease of the namespace: a controller that
     shards its work by Leases may expose each as a Service of the same name (Knative's autoscaler makes
     `autoscaler-bucket-00-of-01` so, with no label or owner), which lives and dies with that controller's Lease.
-    Each kind's list goes through ``retry`` (the caller's retry of transient failures); a kind still unreadable
-    keeps the namespace, because what it holds is unknown."""
+    Each kind's list goes through ``retry`` (the caller's retry of transient failures); a kind still unreadable is
+    named in ``unreadable``: what the namespace holds is then unknown, so it must not be deleted."""
 
     leases: set[str] | None = None  # read once, when a Service could be a Lease's
 
@@ -177,13 +174,13 @@ def namespace_contents(
             leases = {str((lease.get("metadata") or {}).get("name", "")) for lease in found}
         return leases
 
-    def one(res: Resource) -> tuple[list[Foreign], str]:
+    def one(res: Resource) -> tuple[list[Foreign], str, bool]:
         try:
             items = retry(lambda: cluster.list(res.api_version, res.kind, namespace=namespace))
         except (NoKindMatch, NotFound, MethodNotAllowed):
-            return [], ""  # not served, or the kind went away meanwhile (its CRD was deleted), or cannot be listed
+            return [], "", False  # not served, or the kind went away meanwhile (its CRD was deleted), or unlistable
         except ApiError as e:
-            return [], f"{res.plural}{'.' + res.group if res.group else ''}: {e}"
+            return [], f"{res.plural}{'.' + res.group if res.group else ''}: {e}", not isinstance(e, Transient)
         out = []
         for item in items:
             if labels.owned_by(item, applyset_id) or automatic(item, res.group):
@@ -203,17 +200,19 @@ def namespace_contents(
             elif tags.get(APPLYSET_ID_LABEL):
                 owner = "ApplySet parent"  # another kfctl app's inventory (or kubectl's ApplySet)
             out.append(Foreign(key, owner))
-        return out, ""
+        return out, "", False
 
     foreign: list[Foreign] = []
     unreadable: list[str] = []
+    denied = False
     wanted = [r for r in resources if (r.group, r.kind) not in AUTOMATIC_KINDS]
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kfctl-contents") as pool:
-        for found, problem in pool.map(one, wanted):
+        for found, problem, refused in pool.map(one, wanted):
             foreign += found
             if problem:
                 unreadable.append(problem)
-    return Contents(tuple(sorted(foreign, key=lambda f: f.key)), tuple(sorted(unreadable)))
+                denied = denied or refused
+    return Contents(tuple(sorted(foreign, key=lambda f: f.key)), tuple(sorted(unreadable)), denied)
 
 
 def custom_resources_left(cluster: Cluster, crd_name: str, *, applyset_id: str) -> list[ObjectKey]:

@@ -5,7 +5,8 @@ deleted (never another app's objects or a user's look-alike); objects kfctl adop
 are kept unless asked for; Namespaces, CRDs and storage (PVCs, PVs)
 need an explicit allowance; a namespace holding PVCs is kept while storage is kept, and a namespace holding
 anything kfctl did not apply (a user's objects, another kfctl app's) is kept unless forced, because deleting
-a namespace deletes everything in it. Each phase waits until its objects are gone, and objects that stay
+a namespace deletes everything in it; one whose contents cannot all be listed is neither deleted nor kept on
+purpose: that is a failure of the run. Each phase waits until its objects are gone, and objects that stay
 behind a finalizer are reported by name with their finalizers. Transient API failures (a restarting API
 server) are retried until the phase's wait timeout; a lost connection is never mistaken for "gone".
 """
@@ -195,10 +196,23 @@ def _failed(ctx: _Context, m: Member, why: str, *, denied: bool = False) -> None
     _emit(ctx.reporter, "Failed", m, why)
 
 
+class _Unchecked(Exception):
+    """A namespace of which some kind could not be listed. It may hold what kfctl did not apply, so it is not
+    deleted; nor is it kept on purpose: the run fails (a kept namespace would exit 0 and stay Active unnoticed),
+    the namespace stays this install's (not released, still in the inventory), and a re-run finishes the job."""
+
+    def __init__(self, why: str, *, denied: bool) -> None:
+        super().__init__(why)
+        self.denied = denied
+
+
 def _delete_one(ctx: _Context, m: Member) -> bool:
     """Issue the delete if every safety rule allows it; True when a delete was sent and must be awaited."""
     try:
         return _try_delete(ctx, m)
+    except _Unchecked as e:
+        _failed(ctx, m, f"{e}; not deleted, as it may hold objects kfctl did not apply; re-run", denied=e.denied)
+        return False
     except (ApiError, Unreachable, NoKindMatch) as e:
         what = "cannot read it" if ctx.options.dry_run else "delete failed"
         _failed(ctx, m, f"{what}: {e}", denied=not isinstance(e, Transient))
@@ -276,8 +290,11 @@ def _protected(ctx: _Context, key: ObjectKey, m: Member, live: Obj) -> str:
                     named=frozenset(ctx.named),
                 )
             )
-            if contents.keeps:
-                return f"{contents.describe()}; kept without {options.force_flag}"
+            if contents.foreign:
+                unchecked = f"; {contents.unchecked()}" if contents.unreadable else ""
+                return f"{contents.describe()}{unchecked}; kept without {options.force_flag}"
+            if contents.unreadable:
+                raise _Unchecked(contents.unchecked(), denied=contents.denied)
     if gk == ("apiextensions.k8s.io", "CustomResourceDefinition"):
         if not options.crds:
             return "CRDs are kept (deleting one deletes every object of its kind); use --prune-crds"
