@@ -145,16 +145,21 @@ def rejected(n: Names, kubeconfig: str) -> int:
     return total
 
 
+def install(n: Names, app: Path, kubeconfig: str) -> str:
+    """The test's install, applied by the admin; returns a kubeconfig of the ServiceAccount that is to delete it."""
+    write_local_kfdef(app, name=NAME, namespace=n.ns, apps={"settings": bundle(n)})
+    run = kfctl("apply", str(app), "--wait-timeout", "2m", kubeconfig=kubeconfig)
+    assert run.code == 0, run.explain()
+    return token_kubeconfig(kubeconfig, namespace=n.admin_ns, service_account=SA, path=app.parent / "deleter")
+
+
 def test_delete_removes_a_namespace_although_flow_control_refuses_some_of_its_lists(
     tmp_path: Path, kubeconfig: str, n: Names
 ) -> None:
     kubectl_apply(kubeconfig, deleter(n))
     app = tmp_path / "app"
-    write_local_kfdef(app, name=NAME, namespace=n.ns, apps={"settings": bundle(n)})
     try:
-        run = kfctl("apply", str(app), "--wait-timeout", "2m", kubeconfig=kubeconfig)
-        assert run.code == 0, run.explain()
-        as_sa = token_kubeconfig(kubeconfig, namespace=n.admin_ns, service_account=SA, path=tmp_path / "deleter")
+        as_sa = install(n, app, kubeconfig)
         kubectl_apply(kubeconfig, no_seats(n))
         assert rejected(n, kubeconfig) == 0
 
@@ -179,11 +184,8 @@ def test_a_namespace_whose_secrets_cannot_be_listed_is_not_deleted_and_delete_fa
 ) -> None:
     kubectl_apply(kubeconfig, [*deleter(n, role=n.flow), all_but_listing_secrets(n, kubeconfig)])
     app = tmp_path / "app"
-    write_local_kfdef(app, name=NAME, namespace=n.ns, apps={"settings": bundle(n)})
     try:
-        run = kfctl("apply", str(app), "--wait-timeout", "2m", kubeconfig=kubeconfig)
-        assert run.code == 0, run.explain()
-        as_sa = token_kubeconfig(kubeconfig, namespace=n.admin_ns, service_account=SA, path=tmp_path / "deleter")
+        as_sa = install(n, app, kubeconfig)
 
         deleted = kfctl("delete", str(app), "--wait-timeout", "1m", kubeconfig=as_sa)
 
