@@ -9,6 +9,7 @@ they stop and start its kube-apiserver: the recorded process, with exactly its r
 from __future__ import annotations
 
 import json
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -173,5 +174,29 @@ def test_an_api_server_that_stays_down_fails_clearly_at_the_timeout(
     assert set(inv[1]) == keys(bundle(ns)), inv
     assert labelled_objects(kubeconfig, inv[0]) <= set(inv[1])
     again = kfctl("apply", str(tmp_path), "--wait-timeout", "2m", kubeconfig=kubeconfig)
-    assert again.code == 0, again.explain()
+    assert again.code == 0, again.explain() + after_the_outage(state_dir, kubeconfig, ns)
     assert kfctl("status", str(tmp_path), kubeconfig=kubeconfig).code == 0
+
+
+def after_the_outage(state_dir: Path, kubeconfig: str, ns: str) -> str:
+    """What a re-apply that does not converge after the outage needs explained: each pod's node, phase and
+    conditions, and the last lines of the controllers' logs (the cluster's state dir goes with the fixture). Seen
+    once, under about five test suites at a time: one of two replicas stayed unavailable for 120 s."""
+    out = subprocess.run(
+        ["kubectl", "--kubeconfig", kubeconfig, "get", "pods", "-n", ns, "-o", "json"], capture_output=True, text=True
+    ).stdout
+    pods = [
+        (
+            p["metadata"]["name"],
+            p["spec"].get("nodeName"),
+            p.get("status", {}).get("phase"),
+            [(c["type"], c["status"], c.get("reason")) for c in p.get("status", {}).get("conditions") or []],
+        )
+        for p in (json.loads(out)["items"] if out.strip() else [])
+    ]
+    tails = []
+    for name in ("kube-controller-manager", "kube-scheduler", "kwok"):
+        log = state_dir / "logs" / f"{name}.log"
+        lines = log.read_text(errors="replace").splitlines()[-15:] if log.is_file() else ["(no log)"]
+        tails.append(f"--- {name} (last lines) ---\n" + "\n".join(lines))
+    return f"\npods in {ns}: {pods}\n" + "\n".join(tails)
