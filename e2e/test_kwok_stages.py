@@ -89,6 +89,31 @@ def test_training_pod_succeeds_a_few_seconds_after_it_started_and_other_pods_kee
     assert {c["type"]: c["status"] for c in plain["status"]["conditions"]}["Ready"] == "True"
 
 
+def test_a_pod_marked_not_ready_by_the_node_controller_is_ready_again(api: kube_rest.Client, namespace: str) -> None:
+    """The node lifecycle controller sets Ready False (reason NodeNotReady) on the pods of a node whose heartbeat
+    went stale, as while the API server is down (test_reliability_apiserver.py: a replica stayed unavailable for
+    good before this stage); once the node reports again its kubelet makes them Ready, and so does kwok's
+    pod-ready-again stage. Patched here as that controller patches it."""
+    pods = f"/api/v1/namespaces/{namespace}/pods"
+    api.create(pods, pod("plain"))
+    poll(lambda: ready(api, f"{pods}/plain") == ("True", ""), timeout=60, what="the pod to be Ready")
+    api.request(
+        "PATCH",
+        f"{pods}/plain/status",
+        {"status": {"conditions": [{"type": "Ready", "status": "False", "reason": "NodeNotReady"}]}},
+        content_type="application/strategic-merge-patch+json",
+    )
+    poll(lambda: ready(api, f"{pods}/plain") == ("True", ""), timeout=30, what="the pod to be Ready again")
+    assert (api.get(f"{pods}/plain") or {})["status"]["phase"] == "Running"
+
+
+def ready(api: kube_rest.Client, path: str) -> tuple[str, str]:
+    """The pod's Ready condition: its status and reason."""
+    conditions = ((api.get(path) or {}).get("status") or {}).get("conditions") or []
+    found = {c["type"]: c for c in conditions}.get("Ready") or {}
+    return str(found.get("status", "")), str(found.get("reason", ""))
+
+
 def test_training_pod_annotated_to_fail_fails_with_the_message(api: kube_rest.Client, namespace: str) -> None:
     message = 'RuntimeError: CUDA out of memory (tried to allocate "2 GiB")'
     pods = f"/api/v1/namespaces/{namespace}/pods"
