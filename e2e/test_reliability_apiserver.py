@@ -180,8 +180,9 @@ def test_an_api_server_that_stays_down_fails_clearly_at_the_timeout(
 
 def after_the_outage(state_dir: Path, kubeconfig: str, ns: str) -> str:
     """What a re-apply that does not converge after the outage needs explained: each pod's node, phase and
-    conditions, and the last lines of the controllers' logs (the cluster's state dir goes with the fixture). Seen
-    once, under about five test suites at a time: one of two replicas stayed unavailable for 120 s."""
+    conditions, and the last lines of the controllers' logs (the cluster's state dir goes with the fixture). It
+    found a pod the node lifecycle controller had marked not ready during the outage, which no kwok stage set
+    Ready again until pod-ready-again (kwok-pod-stages.yaml)."""
     out = subprocess.run(
         ["kubectl", "--kubeconfig", kubeconfig, "get", "pods", "-n", ns, "-o", "json"], capture_output=True, text=True
     ).stdout

@@ -148,7 +148,8 @@ def _delete_locked(
             inventory.delete(cluster, inv)
     if result.denied:
         summary.error = ApiDeniedError(
-            f"the API server refused to delete {len(result.failed)} object(s)",
+            f"the API server refused what deleting {len(result.failed)} object(s) needed "
+            "(the delete, or a list of what a namespace holds)",
             details=summary.stuck,
             hint="they stay recorded in the inventory; fix the permission, then re-run kfctl delete",
         )
