@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import sys
 
@@ -10,13 +9,8 @@ import click
 
 from kfctl import __version__
 from kfctl.cli.context import GlobalOptions
-from kfctl.cli.options import (
-    get_options,
-    global_options,
-    global_options_with_graphs,
-    kubectl_dry_run,
-    output_asked,
-)
+from kfctl.cli.group import CommandGroup
+from kfctl.cli.options import GRAPH_OUTPUTS, TEXT_OUTPUTS, get_options, global_options, kubectl_dry_run, output_asked
 from kfctl.cli.output import emit, emit_error, emit_unexpected
 from kfctl.errors import InterruptedError_, KfctlError, UsageError
 
@@ -39,22 +33,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-class LazyGroup(click.Group):
-    """A group whose subcommands are imported on first use (click's documented lazy-loading pattern)."""
+class LazyGroup(CommandGroup):
+    """A group whose subcommands are imported on first use (click's documented lazy-loading pattern). Its -o
+    takes every format: it is parsed before the command is known (kfctl.cli.options)."""
+
+    outputs = TEXT_OUTPUTS + GRAPH_OUTPUTS
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *COMMANDS})
-
-    def resolve_command(
-        self, ctx: click.Context, args: list[str]
-    ) -> tuple[str | None, click.Command | None, list[str]]:
-        """An unknown command names the nearest ones, as git and kubectl do (`kfctl genrate`)."""
-        name = args[0] if args else ""
-        if name and not name.startswith("-") and self.get_command(ctx, name) is None:
-            near = difflib.get_close_matches(name, self.list_commands(ctx), n=1, cutoff=0.6)
-            guess = f' (did you mean "{near[0]}"?)' if near else ""
-            raise UsageError(f'unknown command "{name}"{guess}', hint="`kfctl --help` lists the commands")
-        return super().resolve_command(ctx, args)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in COMMANDS:
@@ -77,6 +63,10 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 config, 4 render, 5 plan, 6 cluster, 7 API
 8 health/timeout, 9 stale output, 11 owned by someone else, 12 locked by another run,
 13 check: warnings only, 14 check: a check failed, 15 changes (apply/diff --detailed-exitcode),
 16 migrate --check: something would be dropped, 130 interrupted.
+
+\b
+Shell completion: add this line to ~/.bashrc (zsh_source or fish_source for zsh or fish):
+  eval "$(_KFCTL_COMPLETE=bash_source kfctl)"
 """
 
 
@@ -84,7 +74,6 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 config, 4 render, 5 plan, 6 cluster, 7 API
     cls=LazyGroup, help=HELP, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
 )
 @click.version_option(__version__, "--version", prog_name="kfctl", message="%(prog)s %(version)s")
-@global_options_with_graphs
 @click.pass_context
 def cli(ctx: click.Context) -> None:
     ctx.ensure_object(GlobalOptions)

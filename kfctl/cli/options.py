@@ -72,53 +72,64 @@ def global_options_with_graphs(func: F) -> F:
 
 
 def _attach(func: F, *, outputs: tuple[OutputFormat, ...]) -> F:
+    for option in reversed(global_params(outputs)):
+        func = _add_param(func, option)
+    return func
+
+
+def _add_param(func: F, param: click.Parameter) -> F:
+    """What ``@click.option`` does with the option it builds: queue it for the command made of ``func``."""
+    if isinstance(func, click.Command):
+        func.params.append(param)
+    else:
+        func.__dict__.setdefault("__click_params__", []).append(param)
+    return func
+
+
+def global_params(outputs: tuple[OutputFormat, ...]) -> list[click.Option]:
+    """-v/-q/-o/--kubeconfig/--context as click options, ``-o`` taking ``outputs``: attached to every command
+    (global_options) and to every group (kfctl.cli.group), so that each is accepted before or after any
+    command name."""
     graphs = f"; dot or mermaid: a graph ({GRAPH_COMMAND})" if set(GRAPH_OUTPUTS) <= set(outputs) else ""
-    decorators = [
-        click.option(
-            "-v",
-            "--verbose",
+    return [
+        click.Option(
+            ["-v", "--verbose"],
             count=True,
             expose_value=False,
             callback=_store("verbose"),
             help="More detail; shows tracebacks of errors. Repeat for more.",
         ),
-        click.option(
-            "-q",
-            "--quiet",
+        click.Option(
+            ["-q", "--quiet"],
             is_flag=True,
             expose_value=False,
             callback=_store("quiet"),
-            help="Print only errors.",
+            help="Print only errors and the result asked for.",
         ),
-        click.option(
-            "-o",
-            "--output",
+        click.Option(
+            ["-o", "--output"],
             type=_OutputChoice(outputs),
             default=None,
             expose_value=False,
             callback=_store_output(outputs),
             help=f"Output format: text for people, json or yaml for machines{graphs}.",
         ),
-        click.option(
-            "--kubeconfig",
+        click.Option(
+            ["--kubeconfig"],
             type=click.Path(dir_okay=False),
             default=None,
             expose_value=False,
             callback=_store("kubeconfig"),
             help="The kubeconfig (default: $KUBECONFIG, ~/.kube/config).",
         ),
-        click.option(
-            "--context",
-            "kube_context",
+        click.Option(
+            ["--context", "kube_context"],
             default=None,
             expose_value=False,
             callback=_store("context"),
             help="The kubeconfig context to use (default: its current-context).",
         ),
     ]
-    for d in reversed(decorators):
-        func = d(func)
-    return func
 
 
 def get_options() -> GlobalOptions:

@@ -10,6 +10,7 @@ import click
 from kfctl.app.cluster import open_cluster
 from kfctl.app.secrets import apply_secrets
 from kfctl.catalog.load import load_catalog
+from kfctl.cli.group import CommandGroup
 from kfctl.cli.options import detailed_exitcode_option, get_options, global_options
 from kfctl.cli.output import columns, emit, machine_readable
 from kfctl.cli.progress import EventRenderer, lock_timeout_option
@@ -18,7 +19,7 @@ from kfctl.engine.events import EventLog
 from kfctl.errors import Changed
 
 
-@click.group()
+@click.group(cls=CommandGroup)
 def secrets() -> None:
     """The Secrets kfctl generates for an install (database passwords, object-store keys).
 
@@ -26,6 +27,11 @@ def secrets() -> None:
     creates each one in the cluster at the first apply, with random values, and never changes a
     value afterwards. For a cluster Argo CD or Flux fills from git, create them with
     `kfctl secrets apply`.
+
+    \b
+    Examples:
+      kfctl secrets apply demo --context prod
+      kfctl secrets apply -f demo/kfdef.yaml -o json
     """
 
 
