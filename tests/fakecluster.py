@@ -51,6 +51,7 @@ BUILTIN: dict[tuple[str, str], tuple[str, bool]] = {
     ("apps", "Deployment"): ("deployments", True),
     ("apps", "StatefulSet"): ("statefulsets", True),
     ("apps", "DaemonSet"): ("daemonsets", True),
+    ("apps", "ReplicaSet"): ("replicasets", True),
     ("discovery.k8s.io", "EndpointSlice"): ("endpointslices", True),
     ("rbac.authorization.k8s.io", "Role"): ("roles", True),
     ("rbac.authorization.k8s.io", "RoleBinding"): ("rolebindings", True),

@@ -332,14 +332,14 @@ def test_with_one_apply_slot_the_chain_of_waits_goes_before_objects_nothing_wait
 
 def test_a_webhook_backend_is_ready_only_with_a_ready_endpoint_and_a_ca_bundle() -> None:
     cluster = FakeCluster()
-    result, log = run(cluster, _served_webhook(cluster))
+    result, log = run(cluster, served_webhook(cluster))
     assert result.ok
     assert position(log, "Healthy", "webhook backend demo/web") < position(log, "Created", "Widget.example.com demo/w")
     backend = next(e for e in log.of("Healthy") if e.subject == "webhook backend demo/web")
     assert backend.message == "backend demo/web (1 ready endpoint(s)) ready"
 
 
-def _served_webhook(cluster: FakeCluster) -> list[Obj]:
+def served_webhook(cluster: FakeCluster) -> list[Obj]:
     """A Deployment, its Service and a side-effect-free validating webhook at /validate, which the fake injects
     (caBundle, a ready endpoint) once applied; then a Widget that webhook admits."""
     web = obj(
@@ -398,7 +398,7 @@ def test_a_webhook_backend_is_ready_only_when_its_server_serves_the_webhooks_pat
     cluster = FakeCluster()
     cluster.proxied[("demo", "web", "/validate")] = list(answers)
     options = ApplyOptions(concurrency=4, wait_timeout=1.0, timeout=10, poll_interval=0.01)
-    result, log = run(cluster, _served_webhook(cluster), options=options)
+    result, log = run(cluster, served_webhook(cluster), options=options)
     assert ("demo", "web", 443, "/validate") in cluster.proxy_calls
     if outcome == "ok":
         assert result.ok, result

@@ -11,7 +11,7 @@ from typing import Any
 from kfctl.health.model import Health, condition, explain, failed, progressing, ready, status_of
 from kfctl.health.pods import pod_problems
 from kfctl.health.registry import BUILTIN_GROUPS, health_of
-from kfctl.health.webhook import BackendFacts, webhook_backend
+from kfctl.health.webhook import BackendFacts, previous_rollout_pods, webhook_backend
 from kfctl.k8s.api import ApiError, Cluster, NoKindMatch, Unreachable
 from kfctl.objects import Obj, ObjectKey
 from kfctl.plan.graph import ExternalCheck, WebhookBackend
@@ -91,8 +91,8 @@ def backend_health(cluster: Cluster, backend: WebhookBackend) -> Health:
         ca_set = ca_set and bool(hooks) and all((h.get("clientConfig") or {}).get("caBundle") for h in hooks)
         admission += hooks
     deployment = None
+    live_dep = get_key(cluster, backend.deployment) if backend.deployment is not None else None
     if backend.deployment is not None:
-        live_dep = get_key(cluster, backend.deployment)
         deployment = object_health(cluster, live_dep) if live_dep else progressing("does not exist")
     certificate = None
     if backend.certificate is not None:
@@ -101,20 +101,28 @@ def backend_health(cluster: Cluster, backend: WebhookBackend) -> Health:
         except NoKindMatch:  # cert-manager's CRD is missing: say so instead of failing the probe
             live_cert = None
         certificate = object_health(cluster, live_cert) if live_cert else progressing("does not exist")
+    service_exists, ready_endpoints = True, 0
+    old_pods: tuple[str, ...] = ()
+    if backend.service is not None:
+        svc = cluster.get("v1", "Service", namespace=backend.service.namespace, name=backend.service.name)
+        slices = _endpoint_slices(cluster, backend.service.namespace, backend.service.name)
+        service_exists, ready_endpoints = svc is not None, _ready_count(slices)
+        if live_dep is not None and deployment is not None and deployment.ready:
+            # Rolled out: does the Service still list a pod of the release before? (kfctl.health.webhook)
+            old_pods = previous_rollout_pods(live_dep, _replica_sets(cluster, live_dep), slices)
     facts = BackendFacts(
         service=backend.label,
         is_url=backend.service is None,
+        service_exists=service_exists,
+        ready_endpoints=ready_endpoints,
         ca_bundle_set=ca_set,
         ca_required=backend.service is not None,
         deployment=deployment,
         deployment_name=f"{backend.deployment.namespace}/{backend.deployment.name}" if backend.deployment else "",
         certificate=certificate,
         certificate_name=f"{backend.certificate.namespace}/{backend.certificate.name}" if backend.certificate else "",
+        old_pods=old_pods,
     )
-    if backend.service is not None:
-        svc = cluster.get("v1", "Service", namespace=backend.service.namespace, name=backend.service.name)
-        ready = _ready_endpoints(cluster, backend.service.namespace, backend.service.name)
-        facts = BackendFacts(**{**facts.__dict__, "service_exists": svc is not None, "ready_endpoints": ready})
     health = webhook_backend(facts)
     if health.ready:
         missing = [why for why in (handler_problem(cluster, hook) for hook in admission) if why]
@@ -166,13 +174,16 @@ def handler_problem(cluster: Cluster, hook: dict[str, Any]) -> str:
     return ""
 
 
-def _ready_endpoints(cluster: Cluster, namespace: str, service: str) -> int:
-    slices = cluster.list(
+def _endpoint_slices(cluster: Cluster, namespace: str, service: str) -> list[Obj]:
+    return cluster.list(
         "discovery.k8s.io/v1",
         "EndpointSlice",
         namespace=namespace,
         label_selector=f"kubernetes.io/service-name={service}",
     )
+
+
+def _ready_count(slices: list[Obj]) -> int:
     # The API says a missing "ready" means ready.
     return sum(
         1
@@ -180,6 +191,20 @@ def _ready_endpoints(cluster: Cluster, namespace: str, service: str) -> int:
         for ep in s.get("endpoints") or []
         if (ep.get("conditions") or {}).get("ready", True) is not False
     )
+
+
+def _replica_sets(cluster: Cluster, deployment: Obj) -> list[Obj]:
+    """The ReplicaSets in the Deployment's namespace that carry its selector's labels (its own among them: the
+    controller copies the pod template's labels onto them). Read only while a backend waits, and not watched: the
+    EndpointSlice an old pod leaves is, and its change has the backend checked again. None readable (RBAC): []."""
+    meta = deployment.get("metadata") or {}
+    labels = ((deployment.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    try:
+        return cluster.list(
+            "apps/v1", "ReplicaSet", namespace=str(meta.get("namespace", "")), label_selector=to_query(labels)
+        )
+    except (ApiError, NoKindMatch):  # not allowed to list them: the Deployment's own health is all there is
+        return []
 
 
 def external_health(cluster: Cluster, check: ExternalCheck) -> Health:
@@ -241,7 +266,7 @@ def webhook_problem(cluster: Cluster, hook: dict[str, Any]) -> str:
     ns, name = str(svc.get("namespace", "")), str(svc.get("name", ""))
     if cluster.get("v1", "Service", namespace=ns, name=name) is None:
         return f"its Service {ns}/{name} does not exist"
-    if not _ready_endpoints(cluster, ns, name):
+    if not _ready_count(_endpoint_slices(cluster, ns, name)):
         return f"Service {ns}/{name} has no ready endpoint"
     return ""
 

@@ -42,7 +42,13 @@ APISERVICE = EdgeRule("apiservice", "the APIService serving its group is Availab
 DEPENDS_ON = EdgeRule("depends-on", "its application depends on that one (catalog/KfDef dependsOn)", order_only=False)
 HINT = EdgeRule("hint", "annotation kfctl.kubeflow.org/depends-on", order_only=False)
 BACKEND_SERVICE = EdgeRule("backend", "the webhook's Service", order_only=False)
-BACKEND_WORKLOAD = EdgeRule("backend", "the Deployment serving the webhook is Available", order_only=False)
+# Rolled out, not only Available: when a run changes the Deployment, the old release's pods serve until they are
+# gone, and its webhook may judge (deny) the new release's objects (kfctl.health.webhook).
+BACKEND_WORKLOAD = EdgeRule(
+    "backend",
+    "the Deployment serving the webhook has rolled out, its old pods gone from the Service",
+    order_only=False,
+)
 BACKEND_CERT = EdgeRule(
     "backend", "the Certificate whose CA is injected (cert-manager.io/inject-ca-from) is Ready", False
 )
