@@ -168,3 +168,23 @@ def test_when_the_old_pod_never_leaves_the_widget_is_blocked_naming_it_not_denie
         "still answer",
     )
     assert len(cluster.judged_by) == 1  # release 1's Widget only: release 2's was never sent
+
+
+class NoReplicaSetsCluster(RollingCluster):
+    """kfctl's user may not list ReplicaSets (RBAC)."""
+
+    def list(
+        self, api_version: str, kind: str, *, namespace: str | None = None, label_selector: str | None = None
+    ) -> list[Obj]:
+        if kind == "ReplicaSet":
+            raise ApiError(403, 'replicasets.apps is forbidden: User "dev" cannot list resource', reason="Forbidden")
+        return super().list(api_version, kind, namespace=namespace, label_selector=label_selector)
+
+
+def test_a_user_who_may_not_list_replica_sets_gets_the_deployments_health_alone() -> None:
+    cluster = NoReplicaSetsCluster(lingering=0)
+    run(cluster, release(1))
+    result, log = run(cluster, release(2))
+    assert result.ok, result
+    backend = next(e for e in log.of("Healthy") if e.subject == "webhook backend demo/web")
+    assert backend.message == "backend demo/web (1 ready endpoint(s)) ready"

@@ -13,6 +13,7 @@ from kfctl.health.pods import pod_problems
 from kfctl.health.registry import BUILTIN_GROUPS, health_of
 from kfctl.health.webhook import BackendFacts, previous_rollout_pods, webhook_backend
 from kfctl.k8s.api import ApiError, Cluster, NoKindMatch, Unreachable
+from kfctl.k8s.errors import Forbidden
 from kfctl.objects import Obj, ObjectKey
 from kfctl.plan.graph import ExternalCheck, WebhookBackend
 from kfctl.plan.selectors import to_query
@@ -196,14 +197,14 @@ def _ready_count(slices: list[Obj]) -> int:
 def _replica_sets(cluster: Cluster, deployment: Obj) -> list[Obj]:
     """The ReplicaSets in the Deployment's namespace that carry its selector's labels (its own among them: the
     controller copies the pod template's labels onto them). Read only while a backend waits, and not watched: the
-    EndpointSlice an old pod leaves is, and its change has the backend checked again. None readable (RBAC): []."""
+    EndpointSlice an old pod leaves is, and its change has the backend checked again. Forbidden (RBAC): []."""
     meta = deployment.get("metadata") or {}
     labels = ((deployment.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
     try:
         return cluster.list(
             "apps/v1", "ReplicaSet", namespace=str(meta.get("namespace", "")), label_selector=to_query(labels)
         )
-    except (ApiError, NoKindMatch):  # not allowed to list them: the Deployment's own health is all there is
+    except Forbidden:  # not allowed to list them: the Deployment's own health is all there is (else retried)
         return []
 
 
