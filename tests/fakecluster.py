@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import itertools
 import queue
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -32,6 +33,7 @@ from kfctl.k8s.api import (
     ProxyAnswer,
     RequestStats,
     Resource,
+    Tunnel,
     WatchEvent,
     WatchType,
 )
@@ -157,6 +159,9 @@ class FakeCluster:
         self.proxy_calls: list[tuple[str, str, int, str]] = []
         self.denied: set[tuple[str, str, str, str]] = set()  # (verb, group, plural, namespace) reviews refuse
         self.unserved: set[str] = set()  # apiVersions discovery does not know ("apiextensions.k8s.io/v1beta1")
+        # (namespace, pod, port) -> the port on 127.0.0.1 a port-forward to it reaches (a test double's)
+        self.forwards: dict[tuple[str, str, int], int] = {}
+        self.forward_calls: list[tuple[str, str, int]] = []
         self._lock = threading.RLock()
         self.hooks["Namespace"] = [lambda o: o.setdefault("status", {}).update({"phase": "Active"})]
         self.hooks["Service"] = [lambda o: o["spec"].setdefault("clusterIP", "10.96.0.10")]
@@ -437,6 +442,29 @@ class FakeCluster:
         if not answers:
             return ProxyAnswer(200, from_api_server=False)
         return answers.pop(0) if len(answers) > 1 else answers[0]
+
+    def port_forward(self, *, namespace: str, pod: str, port: int) -> Tunnel:
+        """As the API server's pods/portforward: 404 for a pod that does not exist; a port of it that
+        ``forwards`` does not map, or whose double does not listen, answers on the error stream."""
+        self.stats.count("GET")
+        self.forward_calls.append((namespace, pod, port))
+        if self.live(ObjectKey("", "Pod", namespace, pod)) is None:
+            raise ApiError(404, f'pods "{pod}" not found', reason="NotFound")
+        said = (
+            f"error forwarding port {port} to pod {pod}, uid : failed to connect to localhost:{port} inside "
+            "namespace: connection refused"
+        )
+        target = self.forwards.get((namespace, pod, port))
+        if target is not None:
+            try:
+                sock = socket.create_connection(("127.0.0.1", target), timeout=10)
+                sock.settimeout(None)
+                return Tunnel(sock)
+            except OSError:
+                pass
+        ours, theirs = socket.socketpair()
+        theirs.close()
+        return Tunnel(ours, error=lambda: said)
 
     def review_access(self, *, verb: str, group: str, resource: str, namespace: str = "") -> Access:
         self.stats.count("POST", dry_run=True)

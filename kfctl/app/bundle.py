@@ -1,7 +1,8 @@
 """The rendered objects of a KfDef's applications and their dependencies: the input of every cluster command.
 
-Besides what `generate` rendered, the bundle holds each Secret the catalog generates (kfctl.secrets), planned
-without data: it is applied, ordered before the workloads that mount it and recorded like every object, but its
+Besides what `generate` rendered, the bundle holds each Secret the catalog generates (kfctl.secrets), and those
+that replace upstream's shared login credentials (kfctl.secrets.upstream), planned without data: it is applied,
+ordered before the workloads that mount it and recorded like every object, but its
 values are added in memory by ``with_secret_values`` once the cluster has been read, never taken from a file.
 """
 
@@ -22,6 +23,7 @@ from kfctl.objects import Obj, ObjectKey, key_of
 from kfctl.plan.duplicates import Copy, merge_copies
 from kfctl.plan.graph import ExternalCheck, Plan, Step, build_plan
 from kfctl.secrets.declared import Declared, declared, shell
+from kfctl.secrets.upstream import replace_fixed
 from kfctl.secrets.values import SecretValues, with_data
 
 
@@ -113,7 +115,8 @@ def load_bundle(kfdef: KfDef, catalog: Catalog, *, rendered: Path | None = None,
         if app.component and app.component in catalog.components:
             wanted += [by_component[c] for c in catalog.components[app.component].depends_on if c in by_component]
         deps[app.name] = tuple(dict.fromkeys(d for d in wanted if d in names and d != app.name))
-    wanted_secrets = declared(kfdef, catalog)
+    out, upstream_secrets = replace_fixed(out)  # upstream's shared login credentials, generated per install
+    wanted_secrets = declared(kfdef, catalog) + upstream_secrets
     out = _with_generated_secrets(out, wanted_secrets, sources)
     merged, copies = merge_copies(out, sources=sources)
     return Bundle(kfdef, merged, deps, tuple(externals), copies, tuple(wanted_secrets))

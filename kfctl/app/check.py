@@ -12,6 +12,7 @@ from kfctl.app.bundle import load_bundle
 from kfctl.app.generate import rendered_privately
 from kfctl.app.status import StatusReport, status_of
 from kfctl.catalog.model import Catalog
+from kfctl.check.login import has_ingress
 from kfctl.check.model import CheckReport, InstalledContext, PreContext
 from kfctl.check.runner import PRE_CHECKS, installed_checks, run_checks, select, served_checks
 from kfctl.config.model import KfDef
@@ -73,7 +74,9 @@ def check_installed(
     cluster = open_cluster()
     served = served_checks(cluster)
     checks = select(
-        installed_checks([a.name for a in apps], components, smoke=smoke, served=served), only=only, skip=skip
+        installed_checks([a.name for a in apps], components, smoke=smoke, served=served, ingress=has_ingress(cluster)),
+        only=only,
+        skip=skip,
     )
     read: list[StatusReport] = []
 

@@ -74,12 +74,20 @@ SECRET_LENGTHS = (16, 128)  # at least 16 characters (≥ 64 bits even from hex)
 @dataclass(frozen=True)
 class SecretKey:
     """One key of a generated Secret: random (``length`` characters of ``alphabet``) or a fixed, non-secret
-    ``value`` (a user name)."""
+    ``value`` (a user name). Or made from another generated key, named ``namespace/secret/key``: ``same_as``
+    copies it (one client secret that two services share), ``bcrypt_of`` holds its bcrypt hash (a password Dex
+    checks by hash). Only kfctl's own table of upstream Secrets makes those two (kfctl.secrets.upstream)."""
 
     name: str
     length: int = 0
     alphabet: str = "alphanumeric"
     value: str | None = None
+    same_as: str = ""
+    bcrypt_of: str = ""
+
+    @property
+    def derived_from(self) -> str:
+        return self.same_as or self.bcrypt_of
 
     @property
     def generated(self) -> bool:

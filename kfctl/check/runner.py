@@ -14,6 +14,7 @@ from typing import TypeVar
 from kfctl.check import bundle, capacity, cluster, permissions, secrets, tools
 from kfctl.check.admission import dry_run_create
 from kfctl.check.applications import application_health
+from kfctl.check.login import dashboard_check, login_check
 from kfctl.check.model import Check, CheckReport, CheckResult, InstalledContext, Outcome, PreContext
 from kfctl.check.samples import SAMPLES
 from kfctl.check.smoke import SCENARIOS, smoke_run
@@ -48,11 +49,13 @@ def installed_checks(
     *,
     smoke: bool = False,
     served: Collection[str] = (),
+    ingress: bool = False,
 ) -> tuple[Check[InstalledContext], ...]:
     """cluster-reachable, the health of each application (named after it), then a dry-run create of each sample
     whose catalog component is installed or whose kinds the cluster serves (``served``: the samples' and
-    scenarios' check names, whoever installed the kinds: upstream's trees, Helm); with ``smoke``, then the job
-    of each such scenario run to its end."""
+    scenarios' check names, whoever installed the kinds: upstream's trees, Helm); with ``ingress`` (the cluster
+    has an Istio Gateway: upstream's full platform), a login through it and the dashboard's answer for that user;
+    with ``smoke``, then the job of each such scenario run to its end."""
     return (
         Check("cluster", REACHABLE, cluster.reachable),
         *(Check("health", app, application_health(app)) for app in applications),
@@ -60,6 +63,11 @@ def installed_checks(
             Check(s.category, s.check, dry_run_create(s))
             for s in SAMPLES
             if s.component in components or s.check in served
+        ),
+        *(
+            (Check("dashboard", "login", login_check), Check("dashboard", "dashboard", dashboard_check))
+            if ingress
+            else ()
         ),
         *(
             Check("smoke", s.check, smoke_run(s))

@@ -73,6 +73,12 @@ def check(
     resource through its webhooks: PROBES. A failed probe says why (kind not served, Service missing, backend
     not ready, CA bundle not injected, or the webhook's denial, quoted).
 
+    On a platform with an Istio Gateway (upstream's full platform), category dashboard: login (an
+    unauthenticated GET / through the gateway is sent to the OIDC provider, and the user kfctl generated for Dex
+    logs in and gets a session) and dashboard (/api/workgroup/env-info answers for that user, with a namespace
+    of theirs), through a port-forward to the gateway's pod; a failure names the hop that broke (gateway,
+    oauth2-proxy, issuer, JWT, VirtualService, backend).
+
     --smoke also runs a TFJob, a PyTorchJob and a TrainJob (where served) to their end, each in a
     namespace kfctl-smoke-… (a Profile's where profiles are served), deleted afterwards.
 

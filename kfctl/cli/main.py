@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("kfctl.cli.check_cmd", "check"),
     "migrate": ("kfctl.cli.migrate_cmd", "migrate_cmd"),
     "secrets": ("kfctl.cli.secrets_cmd", "secrets"),
+    "dashboard": ("kfctl.cli.dashboard_cmd", "dashboard"),
 }
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from kfctl.k8s.errors import ApiError, NoKindMatch, NotFound, Unreachable
+from kfctl.k8s.portforward import Tunnel
 from kfctl.objects import Obj, ObjectKey
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "ProxyAnswer",
     "RequestStats",
     "Resource",
+    "Tunnel",
     "Unreachable",
     "WatchEvent",
     "WatchStream",
@@ -230,4 +232,11 @@ class Cluster(Protocol):
         """POST ``body`` to ``https://<name>.<namespace>:<port><path>`` through the API server's service proxy
         (the way the API server itself reaches a webhook); the answer, whoever gave it. Needs ``create`` on
         ``services/proxy``. Nothing is stored."""
+        ...
+
+    def port_forward(self, *, namespace: str, pod: str, port: int) -> Tunnel:
+        """A TCP connection to ``port`` of pod ``namespace/pod`` through the API server (``pods/portforward``,
+        what `kubectl port-forward` opens). Needs ``create`` on ``pods/portforward``. ApiError when the server
+        refuses (the pod is gone: 404; not allowed: 403); a port where nothing listens shows in the tunnel's
+        ``error()`` once the server has tried it."""
         ...

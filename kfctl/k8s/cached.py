@@ -15,7 +15,7 @@ import threading
 from collections import Counter
 from typing import cast
 
-from kfctl.k8s.api import Access, Cluster, Listed, ProxyAnswer, Resource, WatchStream
+from kfctl.k8s.api import Access, Cluster, Listed, ProxyAnswer, Resource, Tunnel, WatchStream
 from kfctl.k8s.watch import MISS, WatchCache
 from kfctl.objects import Obj, ObjectKey
 
@@ -139,3 +139,6 @@ class CachedCluster:
 
     def post_to_service(self, *, namespace: str, name: str, port: int, path: str, body: Obj) -> ProxyAnswer:
         return self.inner.post_to_service(namespace=namespace, name=name, port=port, path=path, body=body)
+
+    def port_forward(self, *, namespace: str, pod: str, port: int) -> Tunnel:
+        return self.inner.port_forward(namespace=namespace, pod=pod, port=port)

@@ -35,6 +35,7 @@ from kfctl.k8s.api import (
 )
 from kfctl.k8s.discovery import Discovery
 from kfctl.k8s.kubeconfig import kubeconfig_paths, load_kubeconfig
+from kfctl.k8s.portforward import Tunnel, handshake_status
 from kfctl.k8s.stream import HttpWatchStream
 from kfctl.objects import Obj, ObjectKey, group_of
 
@@ -315,6 +316,28 @@ class KubeClient:
             raise Unreachable(f"POST {self._cfg.host}: {e}") from e
         text = resp.data.decode("utf-8", errors="replace")
         return ProxyAnswer(resp.status, _is_status(text), text[:500])
+
+    def port_forward(self, *, namespace: str, pod: str, port: int) -> Tunnel:
+        """Over WebSocket (the ``v4.channel.k8s.io`` streams of the client library's ``PortForward``): one
+        connection per tunnel, as the library carries one TCP stream per port and connection."""
+        from kubernetes.client.exceptions import ApiException
+        from kubernetes.stream import ws_client
+
+        path = f"/api/v1/namespaces/{quote(namespace, safe='')}/pods/{quote(pod, safe='')}/portforward"
+        url = self._cfg.host.rstrip("/") + path + "?" + urlencode({"ports": str(port)})
+        headers = {"authorization": self._authorization() or ""} if self._authorization() else {}
+        self.stats.count("GET")
+        try:
+            forward = ws_client.portforward_call(self._cfg, "GET", url, headers=headers)  # type: ignore[no-untyped-call]
+        except ApiException as e:
+            reason = str(e.reason or e)
+            status = handshake_status(reason)
+            if status == 404:
+                raise NotFound(404, f"pod {namespace}/{pod} not found (port-forward): {reason}") from e
+            if status:
+                raise _api_error(status, reason, None) from e
+            raise Unreachable(f"port-forward to pod {namespace}/{pod} through {self._cfg.host}: {reason}") from e
+        return Tunnel(forward.socket(port), error=lambda: str(forward.error(port) or ""), closer=forward.close)
 
 
 def _is_status(text: str) -> bool:

@@ -17,6 +17,7 @@ from kfctl.catalog.model import ALPHABETS, SecretKey
 from kfctl.k8s.api import Cluster
 from kfctl.objects import Obj, ObjectKey, key_of
 from kfctl.secrets.declared import Declared
+from kfctl.secrets.upstream import SHARED_DEFAULTS
 
 # The fixed credentials kfctl's catalog shipped to every install before it generated them. An install made
 # then keeps them (they open its data); apply says so, by key, so that they get changed.
@@ -28,6 +29,7 @@ FORMER_DEFAULTS = frozenset(
         "katib-default-mysql-password-change-me",
     }
 )
+SHARED = FORMER_DEFAULTS | SHARED_DEFAULTS  # and upstream's, which an install made before kfctl replaced them holds
 
 
 def draw(key: SecretKey) -> str:
@@ -73,28 +75,66 @@ def read_values(
     carried: dict[ObjectKey, tuple[str, ...]] = {}
     shared: dict[ObjectKey, tuple[str, ...]] = {}
     orphaned: dict[ObjectKey, str] = {}
-    for secret in wanted:
-        if not secret.generated:
-            continue
-        live = get("Secret", secret.namespace, secret.name)
-        have = (live or {}).get("data") or {}
-        out: dict[str, str] = {}
-        for key in secret.spec.keys:
-            if key.name in have:
-                out[key.name] = str(have[key.name])
-                continue
-            text = key.value if key.value is not None else make(key)
-            out[key.name] = base64.b64encode(text.encode()).decode()
-        data[secret.key] = out
-        drawn[secret.key] = tuple(k.name for k in secret.spec.keys if k.name not in have and k.generated)
-        fixed[secret.key] = tuple(k.name for k in secret.spec.keys if k.name not in have and not k.generated)
-        carried[secret.key] = tuple(k for k in secret.spec.key_names if k in have)
-        shared[secret.key] = tuple(k for k in carried[secret.key] if _decoded(have[k]) in FORMER_DEFAULTS)
+    generated = [s for s in wanted if s.generated]
+    held = {s.key: dict((get("Secret", s.namespace, s.name) or {}).get("data") or {}) for s in generated}
+    text: dict[str, str] = {}  # "namespace/name/key" -> the value (decoded), for the keys made from another
+    new: dict[ObjectKey, list[str]] = {}
+    # Keys made from another come second, once every value they may be made from is known.
+    for derived_pass in (False, True):
+        for secret in generated:
+            have = held[secret.key]
+            out = data.setdefault(secret.key, {})
+            for key in secret.spec.keys:
+                if bool(key.derived_from) != derived_pass:
+                    continue
+                where = f"{secret.namespace}/{secret.name}/{key.name}"
+                if key.derived_from:
+                    value = _derived(key, text.get(key.derived_from, ""), have.get(key.name))
+                    if value is None:
+                        out[key.name] = str(have[key.name])
+                    else:
+                        out[key.name] = base64.b64encode(value.encode()).decode()
+                        new.setdefault(secret.key, []).append(key.name)
+                    text[where] = _decoded(out[key.name])
+                    continue
+                if key.name in have:
+                    out[key.name] = str(have[key.name])
+                    text[where] = _decoded(have[key.name])
+                    continue
+                value = key.value if key.value is not None else make(key)
+                out[key.name] = base64.b64encode(value.encode()).decode()
+                text[where] = value
+                new.setdefault(secret.key, []).append(key.name)
+    for secret in generated:
+        have, made = held[secret.key], new.get(secret.key, [])
+        drawn[secret.key] = tuple(k.name for k in secret.spec.keys if k.name in made and k.generated)
+        fixed[secret.key] = tuple(k.name for k in secret.spec.keys if k.name in made and not k.generated)
+        carried[secret.key] = tuple(k for k in secret.spec.key_names if k in have and k not in made)
+        shared[secret.key] = tuple(k for k in carried[secret.key] if _decoded(have[k]) in SHARED)
         # Drawn while the data stays: the volume was initialised with values this install no longer has.
         claim = secret.spec.protects
         if drawn[secret.key] and claim and get("PersistentVolumeClaim", secret.namespace, claim) is not None:
             orphaned[secret.key] = claim
     return SecretValues(data, drawn, fixed, carried, shared, orphaned)
+
+
+def _derived(key: SecretKey, source: str, held: object) -> str | None:
+    """The value of a key made from ``source``: None to keep what the cluster holds (a copy already there, or a
+    hash that still checks against the password), else the value to write. A copy never overwrites (it was
+    made from the source, or someone set both); a hash that no longer checks is made again, or Dex would refuse
+    the password kfctl shows."""
+    if key.same_as:
+        return None if held is not None else source
+    import bcrypt  # about 10 ms to import; only an install with such a key pays it
+
+    if held is not None:
+        try:
+            if source and bcrypt.checkpw(source.encode(), _decoded(held).encode()):
+                return None
+        except ValueError:  # not a bcrypt hash: make one
+            pass
+    # Cost 12 as upstream's hash; Dex refuses hashes below 10.
+    return bcrypt.hashpw(source.encode(), bcrypt.gensalt(rounds=12)).decode()
 
 
 def _decoded(value: object) -> str:
