@@ -128,7 +128,7 @@ def test_init_upstream_then_generate_offline_and_plan_on_one_screen(
     # The mirror is gone: the plan (which renders again) and --offline need neither it nor the network.
     code, plan, stderr = run(capsys, "plan", str(app))
     assert code == 0, stderr
-    assert plan.startswith("Plan: 653 objects in 29 application(s)")
+    assert plan.startswith("Plan: 654 objects in 29 application(s)")  # 653 rendered, and auth/kfctl-login (Dex)
     assert len(plan.splitlines()) <= 50  # one screen
     assert generate(load_kfdef(app / "kfdef.yaml", real_catalog), real_catalog, offline=True).changed == ()
 

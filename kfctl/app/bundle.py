@@ -67,6 +67,7 @@ class Bundle:
             externals=self.externals,
             copies=self.copies,
             generated=self.generated_keys,
+            replaced=frozenset(s.key for s in self.secrets if s.replaces_rendered),
         )
 
     def prepare(self, step: Step) -> Obj:

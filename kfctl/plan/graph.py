@@ -93,6 +93,9 @@ class Plan:
     # Object steps kfctl makes itself rather than reads from a render (the Secrets it generates, kfctl.secrets):
     # why the plan counts more objects than `generate` rendered.
     generated: frozenset[str] = frozenset()
+    # Of those, the ones that take the place of a rendered Secret (upstream's shared credentials,
+    # kfctl.secrets.upstream): counted among what `generate` rendered.
+    replaced: frozenset[str] = frozenset()
     # Workload step id → the custom resources whose status its ServiceAccount writes (they become Ready when it
     # runs): no edge, only a weight for kfctl.plan.priority (see kfctl.plan.operands).
     drives: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -154,6 +157,7 @@ def build_plan(
     externals: Sequence[ExternalCheck] = (),
     copies: Sequence[Copy] = (),
     generated: Iterable[ObjectKey] = (),
+    replaced: Iterable[ObjectKey] = (),
 ) -> Plan:
     """The plan for applying every application's objects; ``depends_on`` maps application → applications.
     ``externals`` are applications the cluster provides: one check step each, which dependents wait for.
@@ -161,7 +165,9 @@ def build_plan(
 
     Raises PlanError on a dependency cycle, printing it.
     """
-    plan = Plan(generated=frozenset(object_id(k) for k in generated))
+    plan = Plan(
+        generated=frozenset(object_id(k) for k in generated), replaced=frozenset(object_id(k) for k in replaced)
+    )
     by_key: dict[ObjectKey, Step] = {}
     for check in externals:
         plan.applications.append(Application(check.application, ()))

@@ -60,6 +60,7 @@ class PlanSummary:
     pod_webhooks: tuple[PodWebhookOrder, ...]
     longest_chain: tuple[str, ...]  # step ids, the first applied first
     generated: int = 0  # of ``objects``, those kfctl generates (Secrets), not rendered by `generate`
+    replaced: int = 0  # rendered Secrets kfctl generates instead (upstream's shared credentials): in ``objects``
 
     @property
     def rendered(self) -> int:
@@ -103,7 +104,8 @@ def summarize(plan: Plan) -> PlanSummary:
             if e.rule.name in POD_WEBHOOK_RULES
         ),
         longest_chain=tuple(longest_chain(plan)),
-        generated=sum(1 for s in plan.objects() if s.id in plan.generated),
+        generated=sum(1 for s in plan.objects() if s.id in plan.generated and s.id not in plan.replaced),
+        replaced=sum(1 for s in plan.objects() if s.id in plan.replaced),
     )
 
 

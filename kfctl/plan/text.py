@@ -78,9 +78,14 @@ def format_summary(summary: PlanSummary) -> str:
 
 def _count_origin(summary: PlanSummary) -> list[str]:
     """Why the plan's count is not the one `generate` printed ("Rendered … 236 objects", "Plan: 239 objects")."""
-    if not summary.generated and not summary.copies:
+    if not summary.generated and not summary.copies and not summary.replaced:
         return []
     parts = [f"the {summary.rendered} objects generate renders"]
+    if summary.replaced:
+        parts.append(
+            f"{summary.replaced} of them Secret(s) holding upstream's shared credentials, which kfctl generates per "
+            "install instead"
+        )
     if summary.generated:
         parts.append(f"plus {summary.generated} Secret(s) kfctl generates in the cluster at apply")
     copies = sum(len(apps) for _, apps in summary.copies)

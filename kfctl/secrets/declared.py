@@ -24,6 +24,7 @@ class Declared:
     namespace: str
     spec: GeneratedSecret
     brought: str = ""
+    replaces_rendered: bool = False  # generated in place of a rendered Secret (kfctl.secrets.upstream)
 
     @property
     def generated(self) -> bool:

@@ -117,7 +117,7 @@ def replace_fixed(
         keys = tuple(rules[k].make if k in rules else SecretKey(k, value=v) for k, v in sorted(values.items()))
         what = "; ".join(r.description for r in rules.values())
         spec = GeneratedSecret(name, f"{what} (upstream ships one value to every install)", keys)
-        out.append(Declared(app, app, ns, spec))
+        out.append(Declared(app, app, ns, spec, replaces_rendered=True))
         replaced.add((ns, name))
     kept = [
         (
