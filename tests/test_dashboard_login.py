@@ -51,6 +51,8 @@ class Way:
     )
     backend_down: bool = False
     no_route: bool = False
+    authz_down: bool = False  # the gateway cannot ask oauth2-proxy: Envoy's statusOnError, 403 with no body
+    jwt_refused: bool = False  # the gateway's RequestAuthentication does not know the token's issuer
 
 
 def handler(way: Way) -> type[BaseHTTPRequestHandler]:
@@ -80,8 +82,12 @@ def handler(way: Way) -> type[BaseHTTPRequestHandler]:
                 self.answer(303, Location="/oauth2/callback?code=c1&state=s1")
             elif path == "/oauth2/callback":
                 self.answer(302, Location="/", Set_Cookie="oauth2_proxy_kubeflow=abc123; Path=/; HttpOnly")
+            elif not session and way.authz_down:
+                self.answer(403)
             elif not session:
                 self.answer(302, Location="/oauth2/start?rd=%2F")
+            elif way.jwt_refused:
+                self.answer(401, "Jwt issuer is not configured")
             elif path == ENV_INFO and way.no_route:
                 self.answer(404)
             elif way.backend_down:
@@ -182,6 +188,13 @@ CHECK_ROWS = [
         "an unauthenticated GET / is sent to the OIDC provider (/oauth2/start → /dex/auth → /dex/auth/local/login → "
         "/dex/approval → /oauth2/callback); user@example.com logs in with the password kfctl generated and gets a "
         "session (cookie oauth2_proxy_kubeflow)")),
+    ("oauth2-proxy down", {"authz_down": True}, "login", "fail", (
+        "oauth2-proxy: the gateway refused / instead of sending it to the login: 403 (oauth2-proxy, which the gateway "
+        "asks first, does not answer, or the gateway does not ask it)")),
+    ("token not verified", {"jwt_refused": True}, "login", "fail", (
+        "JWT: the gateway refused / with a session: 401 Jwt issuer is not configured (the token oauth2-proxy passes "
+        "is not verified against the issuer's keys: RequestAuthentication dex-jwt, AuthorizationPolicy require-jwt)"
+    )),
     ("no route", {"no_route": True}, "dashboard", "fail", (
         "VirtualService: the gateway has no route for /api/workgroup/env-info (404 with no body, Envoy's 'route not "
         "found')")),

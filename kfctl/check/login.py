@@ -155,11 +155,15 @@ def judge(answer: Answer, *, authenticated: bool) -> Broken:
             "the RequestAuthentication's issuer and jwksUri must be Dex's: kubectl get requestauthentications -A -o "
             "yaml",
         )
-    if status in (401, 403) and "rbac" in text.lower():
+    if status in (401, 403) and not authenticated:
+        # Envoy answers 403 (the provider's statusOnError) when it cannot ask oauth2-proxy; oauth2-proxy itself
+        # answers a browser with a redirect to the login, never a refusal.
         return Broken(
             "oauth2-proxy",
-            f"the gateway refused {where} without sending it to oauth2-proxy: {said}",
-            "the CUSTOM AuthorizationPolicy's provider must be oauth2-proxy (istio ConfigMap's extensionProviders)",
+            f"the gateway refused {where} instead of sending it to the login: {said} (oauth2-proxy, which the "
+            "gateway asks first, does not answer, or the gateway does not ask it)",
+            "kfctl status APPDIR: is oauth2-proxy's Deployment available? The CUSTOM AuthorizationPolicy's provider "
+            "must be the istio ConfigMap's oauth2-proxy extensionProvider (kubectl get authorizationpolicies -A)",
         )
     if status in (502, 503, 504):
         hop = hop_of(where)
