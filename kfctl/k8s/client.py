@@ -331,11 +331,11 @@ class KubeClient:
             forward = ws_client.portforward_call(self._cfg, "GET", url, headers=headers)  # type: ignore[no-untyped-call]
         except ApiException as e:
             reason = str(e.reason or e)
-            status = handshake_status(reason)
+            status, body = handshake_status(reason)
             if status == 404:
-                raise NotFound(404, f"pod {namespace}/{pod} not found (port-forward): {reason}") from e
+                raise NotFound(404, f"pod {namespace}/{pod} not found (port-forward)") from e
             if status:
-                raise _api_error(status, reason, None) from e
+                raise _api_error(status, body or f"port-forward to pod {namespace}/{pod}: HTTP {status}", None) from e
             raise Unreachable(f"port-forward to pod {namespace}/{pod} through {self._cfg.host}: {reason}") from e
         return Tunnel(forward.socket(port), error=lambda: str(forward.error(port) or ""), closer=forward.close)
 

@@ -9,6 +9,7 @@ It never prints: it reports each connection and each tunnel that failed to ``on_
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import errno
 import re
@@ -42,10 +43,21 @@ class Tunnel:
                 self.closer()
 
 
-def handshake_status(reason: str) -> int:
-    """The HTTP status of a refused WebSocket upgrade, from the client library's words (0 when none is said)."""
+def handshake_status(reason: str) -> tuple[int, str]:
+    """The HTTP status of a refused WebSocket upgrade and the body the server sent with it (the API server's
+    Status, JSON), from the client library's words: "Handshake status 403 Forbidden -+-+- {headers} -+-+- b'…'".
+    (0, "") when they say no status."""
     m = HANDSHAKE_STATUS.search(reason)
-    return int(m.group(1)) if m else 0
+    if not m:
+        return 0, ""
+    parts = reason.split(" -+-+- ")
+    body = parts[2].strip() if len(parts) > 2 else ""
+    if body.startswith(("b'", 'b"')):
+        try:
+            body = ast.literal_eval(body).decode("utf-8", errors="replace")
+        except (ValueError, SyntaxError, AttributeError):
+            body = ""
+    return int(m.group(1)), "" if body == "None" else body
 
 
 class LocalForward:
