@@ -15,7 +15,7 @@ TOOLS  := $(shell e2e/build-binaries --print-bin-dir 2>/dev/null)
 export PATH := $(TOOLS):$(CURDIR)/$(BIN):$(PATH)
 export GOTOOLCHAIN := local
 
-.PHONY: setup tools bytecode demo demo-down test lint unit clean
+.PHONY: setup tools bytecode wheelhouse docs demo demo-down test lint unit clean
 
 $(BIN)/.installed: pyproject.toml setup.py testbed/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,7 +32,17 @@ tools:
 bytecode: $(BIN)/.installed
 	$(BIN)/python -m compileall -q kfctl testbed/kfctl_testbed
 
-setup: $(BIN)/.installed bytecode tools
+# The wheels `pip install .` needs (kfctl's dependencies and its build backend), so that
+# e2e/test_readme_quickstart.py installs kfctl into a fresh venv as the README says, with no index.
+WHEELHOUSE := .work/wheelhouse
+$(WHEELHOUSE)/.built: $(BIN)/.installed pyproject.toml setup.py
+	rm -rf $(WHEELHOUSE)
+	$(BIN)/pip wheel --quiet --wheel-dir $(WHEELHOUSE) . 'setuptools>=77'
+	rm -f $(WHEELHOUSE)/kfctl-*.whl
+	touch $@
+wheelhouse: $(WHEELHOUSE)/.built
+
+setup: $(BIN)/.installed bytecode tools wheelhouse
 
 # The demo builds only what it runs (the control plane, the three operators of the kind platform's defaults);
 # make test builds the rest (helm, other releases, JobSet, Trainer, Flux).
@@ -51,11 +61,18 @@ demo: $(BIN)/.installed bytecode
 demo-down:
 	e2e/cluster down
 
+# The docs site (mkdocs.yml): --strict fails on a broken link or anchor; the reference pages it builds are
+# generated from the code (`make docs` rewrites them; tests/test_docs_reference.py fails when they are stale).
 lint: $(BIN)/.installed
-	$(BIN)/ruff check kfctl testbed tests e2e bench
-	$(BIN)/ruff format --check kfctl testbed tests e2e bench
+	$(BIN)/ruff check kfctl testbed tests e2e bench docs
+	$(BIN)/ruff format --check kfctl testbed tests e2e bench docs
 	$(BIN)/mypy kfctl
 	$(BIN)/mypy --strict testbed/kfctl_testbed
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+docs: $(BIN)/.installed
+	$(BIN)/python docs/gen_reference.py
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 unit: $(BIN)/.installed
 	$(BIN)/pytest -m "not e2e" -n 2

@@ -1,7 +1,7 @@
 """The one tree of kfctl's exit codes: its errors, and the findings a command that succeeded reports by its code.
 
 Every way a command ends, other than success (0) and a crash, is a class here under :class:`ExitStatus`, with
-its exit code (the README's table lists them). Every error a user can cause or meet derives from
+its exit code (the user guide's table, docs/usage.md, lists them). Every error a user can cause or meet derives from
 :class:`KfctlError`, which carries an optional hint that says what to do; lower layers raise these (chaining
 the original cause with ``raise ... from e``) and only the CLI catches and prints them. A :class:`Finding` is
 not raised: the command did its job, printed its report, and says what it found by its exit code (``kfctl check``

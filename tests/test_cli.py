@@ -198,14 +198,14 @@ def test_catalog_lists_components_and_shows_parameters(
     )
 
 
-def test_readme_exit_code_table_and_help_match_the_error_classes() -> None:
+def test_the_guides_exit_code_table_and_help_match_the_error_classes() -> None:
     import re
 
     from kfctl import errors
     from kfctl.cli.main import HELP
 
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    table = readme.split("### Exit codes", 1)[1].split("\n\n", 2)[1]
+    guide = (Path(__file__).parent.parent / "docs" / "usage.md").read_text(encoding="utf-8")
+    table = guide.split("## Exit codes", 1)[1].split("\n\n", 2)[1]
     documented = {int(code) for code in re.findall(r"^\| (\d+) \|", table, flags=re.M)}
     classes = [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, errors.KfctlError)]
     raised = {c.exit_code for c in classes}

@@ -210,7 +210,7 @@ BAD = [
             "kfdef.yaml:1:1 apiVersion: v1alpha1 is no longer supported; kfdef.apps.kubeflow.org/v1alpha1 used "
             "spec.components/componentParams/packages; rewrite each component as an entry of spec.applications[] "
             "with kustomizeConfig.repoRef and parameters[], set apiVersion to kfdef.apps.kubeflow.org/v1, or start "
-            "from `kfctl init` (README: 'Migrating from v1alpha1')"
+            "from `kfctl init` (docs/kfdef.md: 'Migrating from v1alpha1')"
         ],
         id="v1alpha1-rejected-with-migration",
     ),
@@ -463,9 +463,9 @@ def test_loader_never_writes_the_file(tmp_path: Path, catalog: Catalog) -> None:
     assert path.stat().st_mtime_ns == before
 
 
-def test_readme_kfdef_example_loads(real_catalog: Catalog) -> None:
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    example = readme.split("## The KfDef", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+def test_the_guides_kfdef_example_loads(real_catalog: Catalog) -> None:
+    guide = (Path(__file__).parent.parent / "docs" / "kfdef.md").read_text(encoding="utf-8")
+    example = guide.split("# The KfDef", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
     k = parse_kfdef(example, path=Path("demo/kfdef.yaml"), catalog=real_catalog)
     got = {a.name: (a.repo.name, a.path, a.component, a.overlays, a.parameters, a.depends_on) for a in k.applications}
     assert (k.name, k.namespace, k.platform) == ("demo", "kubeflow", "aws")

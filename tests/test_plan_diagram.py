@@ -1,9 +1,10 @@
-"""`kfctl plan -o dot|mermaid`: the plan as a picture, and the one in README.md.
+"""`kfctl plan -o dot|mermaid`: the plan as a picture, and the one in README.md and docs/index.md.
 
 Rows give a plan of our own (the katib-shaped `tuner` plan of test_plan_podhooks.py, or a two-object one)
 and the exact text Graphviz or Mermaid gets. README.md shows the application graph of the components
-`kfctl init --platform kind` picks; a test regenerates it with the real kustomize and compares.
-Set KFCTL_UPDATE_SNAPSHOTS=1 to rewrite README.md's block after an intended change, and review the diff.
+`kfctl init --platform kind` picks (so does the docs site's first page); a test regenerates it with the real
+kustomize and compares. Set KFCTL_UPDATE_SNAPSHOTS=1 to rewrite both blocks after an intended change, and review
+the diff.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from kfctl.plan.diagram import Diagram, Node, application_diagram, object_diagra
 from kfctl.plan.graph import build_plan
 from kfctl.plan.summary import summarize
 
-README = Path(__file__).parent.parent / "README.md"
+REPO = Path(__file__).parent.parent
+PICTURES = (REPO / "README.md", REPO / "docs" / "index.md")
 REGENERATE = "kfctl init demo --platform kind && kfctl plan demo -o mermaid"
 MERMAID_BLOCK = re.compile(r"(<!-- regenerate: [^\n]*-->\n```mermaid\n)(.*?)(\n```)", re.DOTALL)
 
@@ -132,22 +134,24 @@ def test_diagram(case: str, diagram: Callable[[], Diagram], render: Callable[[Di
     assert render(diagram()) == expected
 
 
-def test_readme_shows_the_kind_platform_as_kfctl_plan_draws_it(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("page", PICTURES, ids=[p.relative_to(REPO).as_posix() for p in PICTURES])
+def test_the_front_pages_show_the_kind_platform_as_kfctl_plan_draws_it(
+    page: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     app = str(tmp_path / "demo")
     assert main(["init", app, "--platform", "kind"]) == 0
     capsys.readouterr()
     assert main(["plan", app, "-o", "mermaid"]) == 0
     drawn = capsys.readouterr().out.rstrip("\n")
-    readme = README.read_text(encoding="utf-8")
-    found = MERMAID_BLOCK.search(readme)
-    assert found, f"README.md has no ```mermaid block after a '<!-- regenerate: {REGENERATE} -->' line"
+    text = page.read_text(encoding="utf-8")
+    name = page.relative_to(REPO).as_posix()
+    found = MERMAID_BLOCK.search(text)
+    assert found, f"{name} has no ```mermaid block after a '<!-- regenerate: {REGENERATE} -->' line"
     if os.environ.get("KFCTL_UPDATE_SNAPSHOTS"):
-        README.write_text(readme[: found.start(2)] + drawn + readme[found.end(2) :], encoding="utf-8")
+        page.write_text(text[: found.start(2)] + drawn + text[found.end(2) :], encoding="utf-8")
     else:
         assert found.group(2) == drawn, (
-            f"README.md's plan diagram is stale: run `{REGENERATE}` and paste its output into the ```mermaid"
+            f"{name}'s plan diagram is stale: run `{REGENERATE}` and paste its output into the ```mermaid"
             " block (or run this test with KFCTL_UPDATE_SNAPSHOTS=1)"
         )
 

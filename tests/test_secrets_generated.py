@@ -642,7 +642,7 @@ def test_an_install_of_an_older_kfctl_keeps_its_values_and_is_told_they_are_the_
         (
             str(SECRET),
             "password still holds the catalog's former shared default (every install had it): change the value in "
-            "the service and in the Secret together (see README, Generated credentials)",
+            "the service and in the Secret together (see docs/credentials.md)",
         )
     ]
     assert str(SECRET) in [e.subject for e in log.of("Configured")]  # the old annotation goes, the values stay

@@ -47,7 +47,7 @@ def report_drawn(reporter: Reporter, wanted: tuple[Declared, ...] | list[Declare
                     str(secret.key),
                     f"{', '.join(shared)} still {'holds' if len(shared) == 1 else 'hold'} the catalog's former "
                     "shared default (every install had it): "
-                    "change the value in the service and in the Secret together (see README, Generated credentials)",
+                    "change the value in the service and in the Secret together (see docs/credentials.md)",
                 )
             )
         drawn, fixed = values.drawn.get(secret.key) or (), values.fixed.get(secret.key) or ()

@@ -23,6 +23,6 @@ def kustomize(ctx: PreContext) -> Outcome:
         return Outcome(
             "warn",
             f"{found.describe()} works, but is older than v{TESTED[0]}.{TESTED[1]}, the version kfctl is tested with",
-            f"install kustomize v{TESTED[0]}.{TESTED[1]} or newer (the README's setup command does it)",
+            f"install kustomize v{TESTED[0]}.{TESTED[1]} or newer (`make setup` in a clone of kfctl does it)",
         )
     return Outcome("pass", found.describe())

@@ -58,7 +58,7 @@ V1_NAMED_AFTER_INSTALL = frozenset({("KfGcpPlugin", "cluster")})
 V1ALPHA1_HINT = (
     "kfdef.apps.kubeflow.org/v1alpha1 used spec.components/componentParams/packages; rewrite each component "
     "as an entry of spec.applications[] with kustomizeConfig.repoRef and parameters[], set apiVersion to "
-    "kfdef.apps.kubeflow.org/v1, or start from `kfctl init` (README: 'Migrating from v1alpha1')"
+    "kfdef.apps.kubeflow.org/v1, or start from `kfctl init` (docs/kfdef.md: 'Migrating from v1alpha1')"
 )
 
 

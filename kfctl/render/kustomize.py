@@ -20,7 +20,7 @@ MIN_MAJOR = 5
 # kubectl prefixes its log lines ("E1122 04:55:53.918378   16164 run.go:72] "); the message is what matters.
 _KLOG_PREFIX = re.compile(r"^[EWIF]\d{4} [\d:.]+\s+\d+ \S+\] ")
 INSTALL_HINT = (
-    "install kustomize v5 (the README's setup command does it) or kubectl ≥ 1.27, which embeds it, "
+    "install kustomize v5 (`make setup` in a clone of kfctl does it) or kubectl ≥ 1.27, which embeds it, "
     "and make sure it is on PATH"
 )
 
