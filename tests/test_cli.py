@@ -466,3 +466,13 @@ def test_init_has_no_namespace_flag_that_would_not_place_the_platform(capsys: py
     assert err.splitlines()[0] == (
         "Error (usage error): No such option '--namespace'. Did you mean '--inventory-namespace'?"
     )
+
+
+def test_the_command_reference_is_what_the_cli_says() -> None:
+    """docs/reference/commands.md is generated from these commands (and tests/test_docs_reference.py says so too):
+    after changing a command, an option or a help text, run `python docs/gen_reference.py` and commit the page."""
+    import gen_reference
+
+    assert gen_reference.commands_page() == (gen_reference.DOCS / "reference" / "commands.md").read_text(
+        encoding="utf-8"
+    ), "docs/reference/commands.md is stale: run `python docs/gen_reference.py`"
