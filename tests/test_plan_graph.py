@@ -88,6 +88,105 @@ def test_a_cycle_is_a_plan_error_that_prints_it() -> None:
     ]
 
 
+DEPENDS_ON_BUNDLE = [
+    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b", "namespace": "default"}},
+    {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"}},
+    {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "reader"}},
+]
+KFCTL_HINT, STANDARD = "kfctl.kubeflow.org/depends-on", "config.kubernetes.io/depends-on"
+
+
+@pytest.mark.parametrize(
+    ("annotation", "value", "expected"),
+    [
+        (KFCTL_HINT, "ConfigMap/default/b", [("ConfigMap default/b", f"annotation {KFCTL_HINT}")]),
+        (
+            KFCTL_HINT,
+            "ClusterRole.rbac.authorization.k8s.io//reader",
+            [("ClusterRole.rbac.authorization.k8s.io reader", f"annotation {KFCTL_HINT}")],
+        ),
+        (STANDARD, "/namespaces/default/ConfigMap/b", [("ConfigMap default/b", f"annotation {STANDARD}")]),
+        (
+            STANDARD,
+            "apps/namespaces/default/Deployment/web",
+            [("Deployment.apps default/web", f"annotation {STANDARD}")],
+        ),
+        (
+            STANDARD,
+            "rbac.authorization.k8s.io/ClusterRole/reader",
+            [("ClusterRole.rbac.authorization.k8s.io reader", f"annotation {STANDARD}")],
+        ),
+        (
+            STANDARD,
+            "/namespaces/default/ConfigMap/b, rbac.authorization.k8s.io/ClusterRole/reader",
+            [
+                ("ClusterRole.rbac.authorization.k8s.io reader", f"annotation {STANDARD}"),
+                ("ConfigMap default/b", f"annotation {STANDARD}"),
+            ],
+        ),
+        (
+            STANDARD,
+            "ConfigMap/default/b",
+            f"ConfigMap default/a: annotation {STANDARD}: ConfigMap/default/b is not in the bundle",
+        ),
+        (
+            STANDARD,
+            "apps/default/Deployment/web",
+            f"ConfigMap default/a: annotation {STANDARD}: 'apps/default/Deployment/web' is not "
+            "<group>/namespaces/<namespace>/<kind>/<name> or <group>/<kind>/<name> (the core group empty: "
+            "/namespaces/default/ConfigMap/settings)",
+        ),
+        (
+            STANDARD,
+            "apps/namespace/default/Deployment/web",
+            f"ConfigMap default/a: annotation {STANDARD}: 'apps/namespace/default/Deployment/web' is not "
+            "<group>/namespaces/<namespace>/<kind>/<name> or <group>/<kind>/<name> (the core group empty: "
+            "/namespaces/default/ConfigMap/settings)",
+        ),
+        (
+            STANDARD,
+            "/namespaces/default//b",
+            f"ConfigMap default/a: annotation {STANDARD}: '/namespaces/default//b' names no kind or no name",
+        ),
+        (
+            STANDARD,
+            "/namespaces/default/ConfigMap/nope",
+            f"ConfigMap default/a: annotation {STANDARD}: /namespaces/default/ConfigMap/nope is not in the bundle",
+        ),
+    ],
+    ids=[
+        "kfctl-namespaced",
+        "kfctl-cluster-scoped",
+        "standard-core-group",
+        "standard-named-group",
+        "standard-cluster-scoped",
+        "standard-two",
+        "standard-given-kfctl-format",
+        "standard-four-fields",
+        "standard-without-namespaces",
+        "standard-no-kind",
+        "standard-missing",
+    ],
+)
+def test_both_depends_on_annotations_order_an_object_after_the_ones_they_name(
+    annotation: str, value: str, expected: list[tuple[str, str]] | str
+) -> None:
+    """kfctl's own annotation (Kind[.group]/namespace/name) and the standard one cli-utils, kpt and Config Sync read
+    (<group>/namespaces/<namespace>/<kind>/<name>, or <group>/<kind>/<name> when cluster-scoped) mean the same."""
+    dependent = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "a", "namespace": "default", "annotations": {annotation: value}},
+    }
+    if isinstance(expected, str):
+        with pytest.raises(PlanError) as err:
+            build_plan([("app", [dependent, *DEPENDS_ON_BUNDLE])], depends_on={})
+        assert err.value.message == expected
+        return
+    plan = build_plan([("app", [dependent, *DEPENDS_ON_BUNDLE])], depends_on={})
+    assert sorted((e.dependency, e.rule.phrase) for e in plan.deps["ConfigMap default/a"]) == expected
+
+
 def test_namespace_selector_limits_a_webhook_to_labelled_namespaces() -> None:
     bundle = yaml.safe_load(
         """

@@ -268,10 +268,15 @@ class _Builder:
         if (key.group, key.kind) == ("", "PersistentVolumeClaim") and spec.get("storageClassName"):
             sc = ObjectKey("storage.k8s.io", "StorageClass", "", str(spec["storageClassName"]))
             self.edge(step, self.by_key.get(sc), rules.STORAGE_CLASS)
-        hints = ((obj.get("metadata") or {}).get("annotations") or {}).get(rules.HINT_ANNOTATION)
+        annotations = (obj.get("metadata") or {}).get("annotations") or {}
+        hints = annotations.get(rules.HINT_ANNOTATION)
         if hints:
             for ref in str(hints).split(","):
                 self.edge(step, self._hint_target(ref.strip(), step), rules.HINT)
+        standard = annotations.get(rules.STANDARD_DEPENDS_ON_ANNOTATION)
+        if standard:
+            for ref in str(standard).split(","):
+                self.edge(step, self._standard_target(ref.strip(), step), rules.DEPENDS_ON_STANDARD)
 
     def _hint_target(self, ref: str, step: Step) -> Step:
         """``Kind[.group]/namespace/name`` (empty namespace for cluster-scoped objects)."""
@@ -284,6 +289,27 @@ class _Builder:
         target = self.by_key.get(ObjectKey(group, kind, parts[1], parts[2]))
         if target is None:
             raise PlanError(f"{step.id}: annotation {rules.HINT_ANNOTATION}: {ref} is not in the bundle")
+        return target
+
+    def _standard_target(self, ref: str, step: Step) -> Step:
+        """``<group>/namespaces/<namespace>/<kind>/<name>``, or ``<group>/<kind>/<name>`` when cluster-scoped (as
+        cli-utils reads config.kubernetes.io/depends-on; the core group is empty)."""
+        parts = ref.split("/")
+        name = rules.STANDARD_DEPENDS_ON_ANNOTATION
+        if len(parts) == 3:
+            group, kind, namespace, obj_name = parts[0], parts[1], "", parts[2]
+        elif len(parts) == 5 and parts[1] == "namespaces":
+            group, namespace, kind, obj_name = parts[0], parts[2], parts[3], parts[4]
+        else:
+            raise PlanError(
+                f"{step.id}: annotation {name}: {ref!r} is not <group>/namespaces/<namespace>/<kind>/<name> "
+                "or <group>/<kind>/<name> (the core group empty: /namespaces/default/ConfigMap/settings)"
+            )
+        if not kind or not obj_name:
+            raise PlanError(f"{step.id}: annotation {name}: {ref!r} names no kind or no name")
+        target = self.by_key.get(ObjectKey(group, kind, namespace, obj_name))
+        if target is None:
+            raise PlanError(f"{step.id}: annotation {name}: {ref} is not in the bundle")
         return target
 
     # --- webhooks ------------------------------------------------------------------------------------------
@@ -649,7 +675,10 @@ def _cycle_error(plan: Plan, cycle: list[str]) -> PlanError:
     return PlanError(
         "dependency cycle: " + " → ".join(cycle),
         details=details,
-        hint=f"remove one of these dependencies (a {rules.HINT_ANNOTATION} annotation or a dependsOn entry)",
+        hint=(
+            f"remove one of these dependencies (a {rules.HINT_ANNOTATION} or "
+            f"{rules.STANDARD_DEPENDS_ON_ANNOTATION} annotation, or a dependsOn entry)"
+        ),
     )
 
 

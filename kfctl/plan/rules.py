@@ -41,6 +41,7 @@ CONVERSION = EdgeRule("conversion-webhook", "its CRD's conversion webhook backen
 APISERVICE = EdgeRule("apiservice", "the APIService serving its group is Available", order_only=False)
 DEPENDS_ON = EdgeRule("depends-on", "its application depends on that one (catalog/KfDef dependsOn)", order_only=False)
 HINT = EdgeRule("hint", "annotation kfctl.kubeflow.org/depends-on", order_only=False)
+DEPENDS_ON_STANDARD = EdgeRule("hint", "annotation config.kubernetes.io/depends-on", order_only=False)
 BACKEND_SERVICE = EdgeRule("backend", "the webhook's Service", order_only=False)
 # Rolled out, not only Available: when a run changes the Deployment, the old release's pods serve until they are
 # gone, and its webhook may judge (deny) the new release's objects (kfctl.health.webhook).
@@ -79,7 +80,10 @@ EXTERNAL_CRD = EdgeRule(
     "external", "the cluster serves its kind (an external application's CRDs, checked)", order_only=False
 )
 
-HINT_ANNOTATION = "kfctl.kubeflow.org/depends-on"
+HINT_ANNOTATION = "kfctl.kubeflow.org/depends-on"  # kfctl's own: Kind[.group]/namespace/name, comma-separated
+# The standard one (cli-utils, kpt, Config Sync), same meaning: <group>/namespaces/<namespace>/<kind>/<name> or, for a
+# cluster-scoped object, <group>/<kind>/<name> (the core group empty), comma-separated.
+STANDARD_DEPENDS_ON_ANNOTATION = "config.kubernetes.io/depends-on"
 INJECT_CA_ANNOTATION = "cert-manager.io/inject-ca-from"
 
 # Where the pod spec sits in each pod-template owner.
