@@ -71,13 +71,8 @@ def check(
     kfctl check: cluster-reachable; one check per application (what `kfctl status` reports); per installed
     component, or kind the cluster serves whoever installed it, a server-side dry-run create of a small valid
     resource through its webhooks: PROBES. A failed probe says why (kind not served, Service missing, backend
-    not ready, CA bundle not injected, or the webhook's denial, quoted).
-
-    On a platform with an Istio Gateway (upstream's full platform), category dashboard: login (an
-    unauthenticated GET / through the gateway is sent to the OIDC provider, and the user kfctl generated for Dex
-    logs in and gets a session) and dashboard (/api/workgroup/env-info answers for that user, with a namespace
-    of theirs), through a port-forward to the gateway's pod; a failure names the hop that broke (gateway,
-    oauth2-proxy, issuer, JWT, VirtualService, backend).
+    not ready, CA bundle not injected, or the webhook's denial, quoted). With an Istio Gateway: login
+    and dashboard (a login through it as a browser's, the dashboard's answer for that user; a failure names the hop).
 
     --smoke also runs a TFJob, a PyTorchJob and a TrainJob (where served) to their end, each in a
     namespace kfctl-smoke-… (a Profile's where profiles are served), deleted afterwards.
@@ -85,9 +80,8 @@ def check(
     --pre renders APPDIR (unless --skip-generate), then checks: CHECKS.
 
     \b
-    -o json prints {"checks": [{"category", "name", "verdict", "message", "hint"}],
-    "summary": {"pass", "warn", "fail", "skip": counts, "verdict": "pass|warn|fail", "seconds"}};
-    verdict is one of pass, warn, fail, skip; hint is "" for a pass.
+    -o json prints {"checks": [{"category", "name", "verdict", "message", "hint"}], "summary": {"pass", "warn",
+    "fail", "skip": counts, "verdict": "pass|warn|fail", "seconds"}}; hint is "" for a pass.
     Exit codes: 0 every check passed (or was skipped), 13 warnings only, 14 a check failed.
     Examples:
       kfctl check demo
