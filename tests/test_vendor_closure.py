@@ -461,7 +461,7 @@ def test_generate_vendors_only_what_the_kustomizations_use_and_counts_it(
     files = vendored(app)
     assert sorted(files) == sorted(USED)
     size = sum(files.values())
-    assert result["vendored"] == {"files": 5, "bytes": size, "fallbacks": []}
+    assert result["vendored"] == {"files": 5, "bytes": size, "fallbacks": [], "translated": []}
     assert main(["generate", str(app)]) == 0
     assert f"\nVendored 5 file(s), {size} B into {app / 'vendor'}\n" in capsys.readouterr().out
 

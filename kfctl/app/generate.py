@@ -27,21 +27,23 @@ from pathlib import Path
 
 from kfctl.app.rendered import CACHE_DIR as PARSED_CACHE
 from kfctl.app.rendered import remember
-from kfctl.app.vendor import add_remote_bases, apply_rewrites, measure, vendor
+from kfctl.app.vendor import add_remote_bases, apply_rewrites, measure, translate_v3_forms, vendor
 from kfctl.catalog.model import Catalog
 from kfctl.config.model import Application, KfDef
 from kfctl.errors import RenderError, StaleOutputError
-from kfctl.objects import Obj, parse_stream
+from kfctl.objects import Obj, key_of, parse_stream
 from kfctl.plan.duplicates import merge_copies
 from kfctl.render import cache as render_cache
 from kfctl.render import kustomize, split
 from kfctl.render.cache import CACHE_DIR, RenderCache
 from kfctl.render.layout import MIRROR_OVERLAY, AppLayout, container_images, plan_application
+from kfctl.repos import v3_fieldspecs
 from kfctl.repos.cache import Resolution, resolve_repos
 from kfctl.repos.lock import lock_path
 from kfctl.repos.mirror import Mirror, Mirrors
 from kfctl.repos.remote_bases import CACHE_DIR as REMOTE_CACHE
 from kfctl.repos.remote_bases import RemoteResolver
+from kfctl.repos.v3_fieldspecs import LeftOut
 
 OUTPUT_DIRS = ("vendor", "kustomize", "rendered")
 TMP_PREFIX = ".kfctl-tmp-"
@@ -64,6 +66,7 @@ class GenerateResult:
     repinned: tuple[str, ...] = ()  # with --refresh: each repo or remote base that now resolves to other content
     warnings: tuple[str, ...] = ()  # what the user should know, though nothing failed
     removed: tuple[str, ...] = ()  # those of ``changed`` that the render no longer has (deleted from APPDIR)
+    translated: tuple[str, ...] = ()  # vendored files in which kfctl left out what kustomize v3 ignored, and what
 
 
 def insecure_repos(kfdef: KfDef) -> tuple[str, ...]:
@@ -103,7 +106,7 @@ def generate(
         except OSError as e:
             raise _cannot_write(app_dir, e) from e
         try:
-            count, fallbacks = _render_all(
+            count, fallbacks, translated = _render_all(
                 kfdef, catalog, apps, k, tmp, jobs=jobs, sources=repos.paths, use_cache=not check, resolver=resolver
             )
             _record_remote(repos, resolver)
@@ -142,6 +145,7 @@ def generate(
         vendored_files=vendored_files,
         vendored_bytes=vendored_bytes,
         vendor_fallbacks=tuple(fallbacks),
+        translated=tuple(translated),
         remote_bases=len(repos.remote),
         repinned=tuple(repos.repinned),
         warnings=insecure_repos(kfdef),
@@ -263,11 +267,14 @@ def _render_all(
     sources: Mapping[str, Path],
     use_cache: bool,
     resolver: RemoteResolver,
-) -> tuple[int, list[str]]:
+) -> tuple[int, list[str], list[str]]:
+    """The objects rendered, the vendoring fallbacks, and per vendored file rewritten for kustomize v5 what it
+    left out (a line each)."""
     layouts = [plan_application(kfdef, catalog, app, sources=sources) for app in apps]
     rewrites = add_remote_bases(layouts, resolver)
     fallbacks = vendor(layouts, tmp)
     apply_rewrites(rewrites, tmp)
+    translated = translate_v3_forms(layouts, tmp)
     for layout in layouts:
         _write_files(layout, tmp)
 
@@ -311,10 +318,29 @@ def _render_all(
         (rendered / f"{name}.yaml").write_text(text, encoding="utf-8")
         if use_cache:  # what apply will read back next: keep its objects, parsed already, for it
             remember(kfdef.app_dir / PARSED_CACHE, app=name, text=text, objects=objects)
+    _check_left_out(translated, parsed)
     # An object several applications render: identical copies are applied once, differing ones refused now,
     # before anything is written to APPDIR (load_bundle merges the same way when it reads the files back).
     merge_copies(parsed, sources={name: str(kfdef.app_dir / "rendered" / f"{name}.yaml") for name, _ in parsed})
-    return total, fallbacks
+    return total, fallbacks, [f"{file}: {'; '.join(e.describe() for e in left)}" for file, left in translated]
+
+
+def _check_left_out(
+    translated: list[tuple[str, tuple[LeftOut, ...]]], parsed: list[tuple[str, tuple[Obj, ...]]]
+) -> None:
+    """A field spec left out for kustomize v5 changed nothing in v3 only if no object has a field named by its
+    number: refuse the render rather than let an object come out otherwise than v3 made it."""
+    for file, left in translated:
+        for entry in left:
+            for app, objects in parsed:
+                hit = next((o for o in objects if v3_fieldspecs.reaches(o, entry)), None)
+                if hit is not None:
+                    raise RenderError(
+                        f"application {app}: {file} {entry.describe()}: {key_of(hit)} has a field named by the "
+                        "number on that path, which kustomize v3 followed and kustomize v5 cannot name",
+                        hint="kustomize v5 field specs read a number as a list index: rename that field in the repo, "
+                        "or write the value into it there instead of through a var",
+                    )
 
 
 class _Build:

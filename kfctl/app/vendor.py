@@ -26,14 +26,18 @@ import stat
 from collections import defaultdict
 from pathlib import Path, PurePosixPath
 
+import yaml
+
 from kfctl import yamlio
 from kfctl.errors import ConfigError, KfctlError, RenderError
 from kfctl.render.layout import AppLayout, VendorCopy
 from kfctl.repos.closure import Closure, kustomization_closure, tree_files
 from kfctl.repos.kustomization_refs import remote_entries, rewrite
-from kfctl.repos.remote import remote_references
+from kfctl.repos.remote import KUSTOMIZATION_FILES, remote_references
 from kfctl.repos.remote_bases import OfflineMiss, RemoteResolver
 from kfctl.repos.remote_url import parse_remote
+from kfctl.repos.v3_fieldspecs import LeftOut
+from kfctl.repos.v3_fieldspecs import rewrite as rewrite_fieldspecs
 
 REMOTE_DIR = PurePosixPath("vendor/remote")
 MAX_REMOTE_BASES = 200  # a chain of remote bases naming ever new ones ends here
@@ -103,6 +107,41 @@ def apply_rewrites(rewrites: Rewrites, tmp: Path) -> None:
         path = tmp / rel
         text = path.read_text(encoding="utf-8")
         path.write_text(rewrite(text, replacements, note=REWRITE_NOTE), encoding="utf-8")
+
+
+def translate_v3_forms(layouts: list[AppLayout], tmp: Path) -> list[tuple[str, tuple[LeftOut, ...]]]:
+    """Rewrite, in the vendored copies in ``tmp``, the transformer configurations (``configurations:`` files)
+    whose field specs kustomize v3 ignored and kustomize v5 refuses (kfctl.repos.v3_fieldspecs): each file
+    rewritten (relative to APPDIR) and what it left out. Only regular files inside ``tmp`` are touched."""
+    real_tmp = Path(os.path.realpath(tmp))
+    done: set[Path] = set()
+    found: list[tuple[str, tuple[LeftOut, ...]]] = []
+    for dest in sorted({copy.dest for layout in layouts for copy in layout.vendor}):
+        for directory, dirnames, filenames in os.walk(tmp / dest):  # never follows links
+            dirnames.sort()
+            for kfile in (Path(directory) / n for n in KUSTOMIZATION_FILES if n in filenames):
+                for entry in _configurations(kfile):
+                    path = Path(os.path.realpath(kfile.parent / entry))
+                    if path in done or not path.is_relative_to(real_tmp) or not path.is_file():
+                        continue
+                    done.add(path)
+                    try:
+                        text, left_out = rewrite_fieldspecs(yamlio.read_text(path))
+                    except (OSError, yaml.YAMLError):
+                        continue  # kustomize reports it, in its own words
+                    if left_out:
+                        path.write_text(text, encoding="utf-8")
+                        found.append((path.relative_to(real_tmp).as_posix(), left_out))
+    return found
+
+
+def _configurations(kfile: Path) -> list[str]:
+    try:
+        doc = yamlio.load_kustomization(yamlio.read_text(kfile))
+    except (OSError, yaml.YAMLError):
+        return []  # kustomize reports it, in its own words
+    entries = doc.get("configurations") if isinstance(doc, dict) else None
+    return [e for e in entries if isinstance(e, str) and e] if isinstance(entries, list) else []
 
 
 def vendor(layouts: list[AppLayout], tmp: Path) -> list[str]:

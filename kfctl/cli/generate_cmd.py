@@ -94,6 +94,11 @@ def generate(
     size = f"{result.vendored_files} file(s), {_size(result.vendored_bytes)}"
     lines.append(f"{where} is up to date: {size}" if check else f"Vendored {size} into {where}")
     lines += result.vendor_fallbacks
+    if result.translated:
+        lines.append(
+            f"Left out, in {len(result.translated)} vendored file(s), field specs kustomize v3 ignored and kustomize "
+            "v5 refuses (each file's header says which): " + ", ".join(t.split(": ", 1)[0] for t in result.translated)
+        )
     if result.remote_bases:
         lines.append(f"Vendored {result.remote_bases} remote base(s) into {result.app_dir / 'vendor' / 'remote'}")
     if result.fetched:
@@ -123,6 +128,7 @@ def generate(
                 "files": result.vendored_files,
                 "bytes": result.vendored_bytes,
                 "fallbacks": list(result.vendor_fallbacks),
+                "translated": list(result.translated),
             },
         },
         "\n".join(lines),
