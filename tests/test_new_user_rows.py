@@ -24,6 +24,7 @@ from upstream import shared_fixture
 from kfctl.cli.main import cli, main
 
 NO_KFDEF = "Error (config error): demo/kfdef.yaml: no such file"
+AKS_REPO = "https://github.com/kubeflow/manifests/archive/v1.2-branch.tar.gz"  # kfctl_azure.v1.2.0.yaml's repo
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,19 @@ ROWS = [
         0,
         "Usage: kfctl [OPTIONS] COMMAND [ARGS]...",
         contains='    eval "$(_KFCTL_COMPLETE=bash_source kfctl)"',
+    ),
+    Row(  # tests/test_kustomize_v3_forms.py checks every var of the render against the tree and kustomize v3
+        "row-19-the-v1-2-aks-kfdef-renders-its-release",
+        ("generate", "kf", "-o", "json", "--mirror", f"{AKS_REPO}=manifests.tar.gz"),
+        0,
+        "{",
+        contains='      "vendor/repos/manifests/common/spartakus/base/params.yaml: line 4: varReference path '
+        'spec/template/spec/containers/0/args/1 (kind Deployment)"',
+        files=(
+            ("kf/kfdef.yaml", "SHARED:kfctl_azure.v1.2.0.yaml"),
+            ("manifests.tar.gz", "SHARED:kubeflow-manifests-v1.2.0.tar.gz"),
+        ),
+        written=("kf/rendered/kubeflow-apps.yaml", "kf/vendor/repos/manifests/common/spartakus/base/params.yaml"),
     ),
 ]
 
