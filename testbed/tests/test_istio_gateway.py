@@ -519,3 +519,44 @@ def test_an_unreachable_provider_is_a_403_and_a_down_backend_a_503(servers: dict
     answer = no_backend.handle(request("/", headers={"cookie": "session=ok"}), b"", 8080)
     assert (answer.status, answer.body) == (503, b"no healthy upstream")
     assert "centraldashboard.kubeflow.svc.cluster.local:80" in answer.what
+
+
+class Objects:
+    """What take_snapshot reads, as the API server (or the informer's cache) lists it."""
+
+    def __init__(self, collections: dict[str, list[dict[str, Any]]]) -> None:
+        self.collections = collections
+
+    def get(self, path: str, **_: Any) -> dict[str, Any] | None:
+        return None
+
+    def list(self, path: str, **_: Any) -> list[dict[str, Any]]:
+        return self.collections.get(path, [])
+
+
+def test_a_snapshot_is_what_applies_to_the_gateway_pod_and_the_root_namespaces_mesh_config() -> None:
+    mesh_cm = {
+        "metadata": meta("istio", "istio-system"),
+        "data": {"mesh": "rootNamespace: istio-system\nextensionProviders: []\n"},
+    }
+    elsewhere = {"metadata": meta("istio", "kubeflow"), "data": {"mesh": "rootNamespace: istio-system\n"}}
+    read = Objects(
+        {
+            f"{istio_gateway.NETWORKING}/gateways": GATEWAYS,
+            f"{istio_gateway.NETWORKING}/virtualservices": VIRTUAL_SERVICES,
+            f"{istio_gateway.SECURITY}/authorizationpolicies": POLICIES,
+            f"{istio_gateway.SECURITY}/requestauthentications": REQUEST_AUTHENTICATIONS,
+            "/api/v1/configmaps": [elsewhere, mesh_cm],
+        }
+    )
+    pod = {"metadata": {"namespace": "istio-system", "name": "gw", "labels": POD_LABELS}}
+    snap = istio_gateway.take_snapshot(read, pod, 8080)
+    assert [g["metadata"]["name"] for g in snap.gateways] == ["kubeflow-gateway"]
+    assert [p["metadata"]["name"] for p in snap.policies] == [
+        "global-deny-all",
+        "istio-ingressgateway",
+        "istio-ingressgateway-oauth2-proxy",
+        "istio-ingressgateway-require-jwt",
+    ]
+    assert [r["metadata"]["name"] for r in snap.request_authentications] == ["dex-jwt"]
+    assert (snap.mesh, snap.workload) == ({"rootNamespace": "istio-system", "extensionProviders": []}, WORKLOAD)
