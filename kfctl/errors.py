@@ -89,6 +89,22 @@ class RenderError(KfctlError):
     kind = "render error"
 
 
+class FetchError(RenderError):
+    """The bytes a repo or remote base names could not be had: the network, an HTTP status, a missing archive.
+    A render error of its own code, so that a script tells "try again, or use a mirror" from "fix the manifests".
+    ``not_found`` says the source answered that there is no such thing (HTTP 404/410, no such file), so a caller
+    trying several spellings of one name moves on to the next rather than stopping."""
+
+    exit_code = 10
+    kind = "fetch error"
+
+    def __init__(
+        self, message: str, *, hint: str | None = None, details: list[str] | None = None, not_found: bool = False
+    ) -> None:
+        super().__init__(message, hint=hint, details=details)
+        self.not_found = not_found
+
+
 class PlanError(KfctlError):
     """The objects cannot be ordered: a dependency cycle or a missing dependency."""
 

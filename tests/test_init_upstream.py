@@ -28,12 +28,13 @@ from kfctl.render.kustomize import find_kustomize
 RELEASES = {
     "v1.10.0": ("manifests-1.10.0", 28, ()),
     "v1.11.0": ("manifests-1.11.0", 29, ("../common/security/PSS/dynamic/baseline",)),
+    "26.03": ("manifests-26.03", 27, ()),
 }
 
 
 def example_text(release: str) -> str:
     top = RELEASES[release][0]
-    with tarfile.open(shared_fixture(f"kubeflow-manifests-{release}.tar.gz")) as tf:
+    with tarfile.open(shared_fixture(upstream_mirror.RELEASES[release])) as tf:
         member = tf.extractfile(f"{top}/example/kustomization.yaml")
         assert member is not None
         return member.read().decode("utf-8")
@@ -154,7 +155,7 @@ MISTAKES = [
         3,
         "Error (config error): --upstream {fixtures}/lws-v0.7.0-config.tar.gz: {resolved}/lws-v0.7.0-config.tar.gz "
         "holds no example/kustomization.yaml, so it is not a kubeflow/manifests release\n"
-        "Hint: name a release tag (e.g. v1.11.0) or the archive of one\n",
+        "Hint: name a release tag (e.g. v1.11.0, 26.03) or the archive of one\n",
     ),
     (
         "components-with-upstream",
@@ -190,17 +191,40 @@ def test_init_upstream_mistakes(
     assert not (tmp_path / "kf" / "kfdef.yaml").exists()
 
 
-def test_a_release_the_mirror_lacks_is_named_with_where_it_was_tried(
+def test_a_release_the_mirror_lacks_is_named_in_both_spellings_with_where_each_was_tried(
     tmp_path: Path, servers: list[tuple[str, str]], capsys: pytest.CaptureFixture[str]
 ) -> None:
     prefix, location = servers[0]
     code, _, stderr = run(
         capsys, "init", str(tmp_path / "kf"), "--upstream", "v9.9.9", "--mirror", f"{prefix}={location}"
     )
-    assert code == 4
-    assert stderr.splitlines()[0] == (
-        'Error (render error): repo "manifests" '
-        "(https://github.com/kubeflow/manifests/archive/refs/tags/v9.9.9.tar.gz), "
-        f"from {location}v9.9.9.tar.gz (mirror {prefix} = {location}): download failed: HTTP 404 File not found"
+    assert code == 10
+    archive = "https://github.com/kubeflow/manifests/archive/refs/tags/"
+    assert stderr.splitlines() == [
+        "Error (fetch error): --upstream v9.9.9: neither tag v9.9.9 nor 9.9.9 was found",
+        *(
+            f'  repo "manifests" ({archive}{tag}.tar.gz), from {location}{tag}.tar.gz (mirror {prefix} = '
+            f"{location}): download failed: HTTP 404 File not found"
+            for tag in ("v9.9.9", "9.9.9")
+        ),
+        "Hint: check the tag (kfctl is tested with v1.10.0, v1.11.0, 26.03); without network, map the release to a "
+        "mirror (--mirror https://github.com/=LOCATION) or give a local archive of it "
+        "(--upstream ./manifests-26.03.tar.gz)",
+    ]
+    assert not (tmp_path / "kf").exists()  # nothing written, not even the cache's directories
+
+
+@pytest.mark.parametrize(("given", "found"), [("26.03", "26.03"), ("v26.03", "26.03"), ("1.11.0", "v1.11.0")])
+def test_a_tag_is_tried_as_given_then_in_its_other_spelling(
+    tmp_path: Path, servers: list[tuple[str, str]], capsys: pytest.CaptureFixture[str], given: str, found: str
+) -> None:
+    prefix, location = servers[0]
+    code, stdout, stderr = run(
+        capsys, "init", str(tmp_path / "kf"), "--upstream", given, "--mirror", f"{prefix}={location}", "-o", "json"
     )
-    assert not (tmp_path / "kf" / "kfdef.yaml").exists()
+    assert code == 0, stderr
+    out = yaml.safe_load(stdout)
+    assert (out["release"], out["uri"]) == (
+        found,
+        f"https://github.com/kubeflow/manifests/archive/refs/tags/{found}.tar.gz",
+    )

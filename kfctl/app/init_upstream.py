@@ -12,16 +12,29 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from kfctl.app.init import KFDEF_FILE, name_from_directory, new_kfdef_path, write_scaffold
 from kfctl.config.model import Application, KfDef, Mirror, Repo
-from kfctl.errors import ConfigError
-from kfctl.repos.cache import resolve_repos
+from kfctl.errors import ConfigError, FetchError, UsageError
+from kfctl.repos.cache import CACHE_DIR, resolve_repos
 from kfctl.repos.mirror import Mirrors
+from kfctl.repos.source import ARCHIVE_SUFFIXES, is_archive
 
+# The project was renamed kubeflow/community-distribution with release 26.03; GitHub still serves the archives
+# under the old name, which is what users' mirrors map.
 RELEASE_ARCHIVE = "https://github.com/kubeflow/manifests/archive/refs/tags/{tag}.tar.gz"
+# Releases kfctl's tests scaffold, generate and install (../shared/fixtures); any other tag is fetched as well.
+# Tags were v-prefixed up to v1.11.0 and are calendar versions without a `v` since 26.03.
+KNOWN_RELEASES = ("v1.10.0", "v1.11.0", "26.03")
+OFFLINE_WAYS = (
+    "map the release to a mirror (--mirror https://github.com/=LOCATION) or give a local archive of it "
+    "(--upstream ./manifests-26.03.tar.gz)"
+)
 EXAMPLE = "example/kustomization.yaml"
 REPO_NAME = "manifests"
 _TAG = re.compile(r"^v?[0-9]+\.[0-9]+(\.[0-9]+)?([-.][0-9A-Za-z.-]+)?$")
@@ -53,13 +66,30 @@ class UpstreamInitResult:
     not_applied: tuple[str, ...]  # the example's components, which kfctl does not apply
 
 
-def release_uri(release: str) -> str:
-    """A tag (``v1.11.0``) names GitHub's archive of the release; a URL or an archive path is used as it is."""
+def release_uris(release: str) -> tuple[str, ...]:
+    """Where ``--upstream RELEASE`` is fetched from, the likeliest first. A tag names GitHub's archive of the
+    release: as given, then in the other spelling (``v1.11.0`` / ``1.11.0``, ``26.03`` / ``v26.03``), since
+    upstream's tags had a ``v`` until they became calendar versions. A URL is used as it is; a path must be a
+    directory or an archive (it is read from the working directory)."""
     if _TAG.match(release):
-        return RELEASE_ARCHIVE.format(tag=release if release.startswith("v") else f"v{release}")
+        other = release[1:] if release.startswith("v") else f"v{release}"
+        return RELEASE_ARCHIVE.format(tag=release), RELEASE_ARCHIVE.format(tag=other)
     if "://" in release:
-        return release
-    return str(Path(release).expanduser().resolve())  # a path on the command line: from the working directory
+        return (release,)
+    path = Path(release).expanduser().resolve()
+    if path.is_file() and not is_archive(path.name):
+        raise UsageError(
+            f"--upstream {release}: {path} is a file, not a release archive ({', '.join(ARCHIVE_SUFFIXES)}) "
+            "or a directory",
+            hint="give a release tag (v1.11.0, 26.03), the URL of a release archive, or a local archive or directory",
+        )
+    if not path.exists():
+        raise UsageError(
+            f"--upstream {release}: not a release tag (v1.11.0, 26.03), URL or path (there is no {path})",
+            hint=f"kfctl fetches any kubeflow/manifests release by its tag; it is tested with "
+            f"{', '.join(KNOWN_RELEASES)}. Or give a release archive's URL, or a local archive or directory",
+        )
+    return (str(path),)
 
 
 def read_example(text: str) -> Example:
@@ -184,18 +214,19 @@ def init_upstream(
     force: bool,
 ) -> UpstreamInitResult:
     target = new_kfdef_path(app_dir, namespace=namespace, force=force)
-    uri = release_uri(release)
-    root = _fetch(app_dir, uri, mirrors)
-    example_file = root / EXAMPLE
-    if not example_file.is_file():
-        raise ConfigError(
-            f"--upstream {release}: {uri} holds no {EXAMPLE}, so it is not a kubeflow/manifests release",
-            hint="name a release tag (e.g. v1.11.0) or the archive of one",
-        )
-    example = read_example(example_file.read_text(encoding="utf-8"))
-    if not example.lines:
-        raise ConfigError(f"--upstream {release}: {example_file} lists no resources")
-    label = release if _TAG.match(release) else root.name  # an archive's top directory: manifests-1.10.0
+    uris = release_uris(release)
+    with _undone_on_failure(app_dir.joinpath(*CACHE_DIR)):
+        uri, root = _fetch_release(app_dir, release, uris, mirrors)
+        example_file = root / EXAMPLE
+        if not example_file.is_file():
+            raise ConfigError(
+                f"--upstream {release}: {uri} holds no {EXAMPLE}, so it is not a kubeflow/manifests release",
+                hint="name a release tag (e.g. v1.11.0, 26.03) or the archive of one",
+            )
+        example = read_example(example_file.read_text(encoding="utf-8"))
+        if not example.lines:
+            raise ConfigError(f"--upstream {release}: {example_file} lists no resources")
+    label = _release_label(uri) if _TAG.match(release) else root.name  # an archive's top: manifests-1.10.0
     text = render_upstream_kfdef(
         example,
         release=label,
@@ -208,6 +239,50 @@ def init_upstream(
     write_scaffold(target, text)
     names = application_names([line.path for line in example.lines])
     return UpstreamInitResult(target, label, uri, tuple(names), example.components)
+
+
+def _release_label(uri: str) -> str:
+    """The tag a release archive's URL names (the spelling that was found)."""
+    return uri.rsplit("/", 1)[-1].removesuffix(".tar.gz")
+
+
+def _fetch_release(app_dir: Path, release: str, uris: tuple[str, ...], mirrors: tuple[Mirror, ...]) -> tuple[str, Path]:
+    """The first of ``uris`` that exists, fetched. A network failure stops at once (the next spelling would fail
+    the same way); "not found" moves on, and when every spelling is missing the error names each."""
+    missing: list[FetchError] = []
+    for uri in uris:
+        try:
+            return uri, _fetch(app_dir, uri, mirrors)
+        except FetchError as e:
+            if not e.not_found or len(uris) == 1:
+                raise FetchError(
+                    e.message,
+                    hint=f"check the network; without one, {OFFLINE_WAYS}",
+                    details=e.details,
+                    not_found=e.not_found,
+                ) from e
+            missing.append(e)
+    tags = " nor ".join(_release_label(u) for u in uris)
+    raise FetchError(
+        f"--upstream {release}: neither tag {tags} was found",
+        details=[e.message for e in missing],
+        hint=f"check the tag (kfctl is tested with {', '.join(KNOWN_RELEASES)}); without network, {OFFLINE_WAYS}",
+        not_found=True,
+    )
+
+
+@contextmanager
+def _undone_on_failure(directory: Path) -> Iterator[None]:
+    """A failed init leaves nothing behind: of ``directory`` and its parents (APPDIR/.cache/repos, .cache, APPDIR),
+    the outermost one that did not exist before is removed again with what the fetch put in it. Nothing that was
+    there before is touched."""
+    made = [d for d in (directory, *directory.parents) if not d.exists()]
+    try:
+        yield
+    except BaseException:
+        if made:
+            shutil.rmtree(made[-1], ignore_errors=True)
+        raise
 
 
 def _fetch(app_dir: Path, uri: str, mirrors: tuple[Mirror, ...]) -> Path:

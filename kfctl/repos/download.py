@@ -13,7 +13,7 @@ import urllib.request
 from pathlib import Path
 
 from kfctl import __version__
-from kfctl.errors import ConfigError, RenderError
+from kfctl.errors import ConfigError, FetchError
 
 MAX_DOWNLOAD = 512 * 1024 * 1024
 _CHUNK = 1 << 16
@@ -29,7 +29,7 @@ def fetch_archive(
         if local:
             src_path = Path(location)
             if not src_path.is_file():
-                raise ConfigError(f"{what}: archive {src_path} does not exist")
+                raise FetchError(f"{what}: archive {src_path} does not exist", not_found=True)
             with src_path.open("rb") as src, dest.open("wb") as out:
                 while chunk := src.read(_CHUNK):
                     size += len(chunk)
@@ -50,19 +50,20 @@ def fetch_archive(
                 digest.update(chunk)
                 out.write(chunk)
     except urllib.error.HTTPError as e:
-        raise RenderError(
+        raise FetchError(
             f"{what}: download failed: HTTP {e.code} {e.reason}",
             hint="check the uri in the KfDef; a private URL needs to be reachable without credentials",
+            not_found=e.code in (404, 410),
         ) from e
     except urllib.error.URLError as e:
-        raise RenderError(
+        raise FetchError(
             f"{what}: download failed: {e.reason}",
             hint="check the network and the uri, or generate with --offline from a filled cache",
         ) from e
     except TimeoutError as e:
-        raise RenderError(
+        raise FetchError(
             f"{what}: download timed out after {timeout:.0f}s", hint="check the network and the uri"
         ) from e
     except OSError as e:
-        raise RenderError(f"{what}: download failed: {e}") from e
+        raise FetchError(f"{what}: download failed: {e}") from e
     return digest.hexdigest()

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
-from kfctl.errors import ConfigError, KfctlError, RenderError
+from kfctl.errors import ConfigError, FetchError, KfctlError, RenderError
 from kfctl.fsutil import find_content_addressed, place_content_addressed
 from kfctl.render import git
 from kfctl.repos.archive import check_links, check_tree_limits
@@ -254,10 +254,10 @@ def reason(error: KfctlError) -> str:
     return error.details[-1] if error.details else error.message
 
 
-def _cannot_fetch(where: str, spec: RemoteSpec, mapped: Mapped, error: KfctlError) -> RenderError:
+def _cannot_fetch(where: str, spec: RemoteSpec, mapped: Mapped, error: KfctlError) -> FetchError:
     tried = "" if mapped.mirror is None else f" from {mapped.tried()}"
     ref = f" at ref {spec.ref}" if spec.kind == "git" and spec.ref else ""
-    return RenderError(
+    return FetchError(
         f"{where}: remote base {spec.url} cannot be fetched{tried}{ref}: {reason(error)}",
         details=[line for line in error.details if line.strip()][-4:],
         hint=FETCH_HINT if mapped.mirror is None else f"check that the mirror holds {mapped.location}",

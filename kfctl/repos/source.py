@@ -36,7 +36,7 @@ class Source:
         return f'repo "{self.repo.name}" ({self.repo.uri})'
 
 
-def _is_archive(path: str) -> bool:
+def is_archive(path: str) -> bool:
     return path.lower().endswith(ARCHIVE_SUFFIXES)
 
 
@@ -68,12 +68,12 @@ def classify(repo: Repo, base_dir: Path, *, kfdef_path: Path) -> Source:
         if "://" in uri and parts.scheme not in ("file", "http", "https"):
             raise ConfigError(f"{where}: unsupported uri scheme {parts.scheme!r} in {uri!r}", hint=KINDS_HINT)
         if parts.scheme in ("http", "https"):
-            if not _is_archive(parts.path):
+            if not is_archive(parts.path):
                 raise ConfigError(f"{where}: cannot tell what {uri!r} is", hint=KINDS_HINT)
             kind, location, local = "archive", uri, False
         else:
             path = _local_path(unquote(parts.path) if parts.scheme == "file" else uri, base_dir)
-            kind = "archive" if _is_archive(str(path)) else "directory"
+            kind = "archive" if is_archive(str(path)) else "directory"
             location, local = str(path), True
     if repo.ref is not None and kind != "git":
         raise ConfigError(f"{where}: ref is only meaningful for a git repo, and {uri!r} is {_a(kind)}")

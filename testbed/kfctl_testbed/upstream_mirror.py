@@ -35,7 +35,12 @@ GIT_SOURCES = (
 )
 JOBSET_ASSET = "kubernetes-sigs/jobset/releases/download/v0.10.1/manifests.yaml"
 # kubeflow/manifests releases, where GitHub serves their archives (files/<this><tag>.tar.gz).
-RELEASES = {"v1.10.0": "kubeflow-manifests-v1.10.0.tar.gz", "v1.11.0": "kubeflow-manifests-v1.11.0.tar.gz"}
+# 26.03 is tagged without a `v` (calendar versions since the project became kubeflow/community-distribution).
+RELEASES = {
+    "v1.10.0": "kubeflow-manifests-v1.10.0.tar.gz",
+    "v1.11.0": "kubeflow-manifests-v1.11.0.tar.gz",
+    "26.03": "kubeflow-manifests-26.03.tar.gz",
+}
 RELEASE_ARCHIVES = "kubeflow/manifests/archive/refs/tags/"
 # The image JobSet's release asset names (its release process sets it; config/ names a staging image).
 JOBSET_STAGING_IMAGE = "us-central1-docker.pkg.dev/k8s-staging-images/jobset/jobset"
