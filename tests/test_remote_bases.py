@@ -37,7 +37,7 @@ from kfctl.catalog.model import Catalog
 from kfctl.cli.main import cli
 from kfctl.config.loader import load_kfdef
 from kfctl.config.model import Mirror
-from kfctl.errors import ConfigError, KfctlError, RenderError
+from kfctl.errors import ConfigError, FetchError, KfctlError, RenderError
 from kfctl.render.kustomize import UNRESTRICTED, find_kustomize
 from kfctl.repos.remote_bases import reason
 
@@ -333,7 +333,7 @@ BAD = [
         "repository-missing-on-the-mirror",
         "https://github.com/org/missing//base?ref=v1",
         "{git}",
-        RenderError,
+        FetchError,
         "remote base https://github.com/org/missing//base?ref=v1 cannot be fetched from {git}org/missing "
         "(mirror https://github.com/ = {git}) at ref v1: the repository was not found",
         "check that the mirror holds {git}org/missing",
@@ -342,7 +342,7 @@ BAD = [
         "ref-that-does-not-exist",
         f"{ARGO}//manifests/base/crds/minimal?ref=v9.9.9",
         "{git}",
-        RenderError,
+        FetchError,
         f"remote base {ARGO}//manifests/base/crds/minimal?ref=v9.9.9 cannot be fetched from "
         "{git}argoproj/argo-workflows (mirror https://github.com/ = {git}) at ref v9.9.9: "
         "the ref does not exist in the repository",
@@ -361,7 +361,7 @@ BAD = [
         "connection-refused",
         f"{ARGO}//manifests?ref=v3.7.3",
         "{refused}",
-        RenderError,
+        FetchError,
         f"remote base {ARGO}//manifests?ref=v3.7.3 cannot be fetched from {{refused}}argoproj/argo-workflows "
         "(mirror https://github.com/ = {refused}) at ref v3.7.3: the connection was refused",
         "check that the mirror holds {refused}argoproj/argo-workflows",
@@ -370,7 +370,7 @@ BAD = [
         "credentials-asked",
         f"{ARGO}//manifests?ref=v3.7.3",
         "{files}/auth/",
-        RenderError,
+        FetchError,
         f"remote base {ARGO}//manifests?ref=v3.7.3 cannot be fetched from {{files}}/auth/argoproj/argo-workflows "
         "(mirror https://github.com/ = {files}/auth/) at ref v3.7.3: the server asks for credentials "
         "(authentication required)",
@@ -380,7 +380,7 @@ BAD = [
         "timeout-from-the-url",
         f"{ARGO}//manifests?ref=v3.7.3&timeout=2s",
         "{files}/stall/",
-        RenderError,
+        FetchError,
         f"remote base {ARGO}//manifests?ref=v3.7.3&timeout=2s cannot be fetched from "
         "{files}/stall/argoproj/argo-workflows (mirror https://github.com/ = {files}/stall/) at ref v3.7.3: "
         "it timed out",
@@ -390,7 +390,7 @@ BAD = [
         "file-missing",
         "https://github.com/kubernetes-sigs/jobset/releases/download/v9.9.9/manifests.yaml",
         "{files}/",
-        RenderError,
+        FetchError,
         "remote base https://github.com/kubernetes-sigs/jobset/releases/download/v9.9.9/manifests.yaml cannot be "
         "fetched from {files}/kubernetes-sigs/jobset/releases/download/v9.9.9/manifests.yaml "
         "(mirror https://github.com/ = {files}/): not found (HTTP 404)",
@@ -400,7 +400,7 @@ BAD = [
         "no-mirror-and-no-network",
         "https://github.com/kubernetes-sigs/jobset/releases/download/v0.10.1/manifests.yaml",
         None,
-        RenderError,
+        FetchError,
         "remote base https://github.com/kubernetes-sigs/jobset/releases/download/v0.10.1/manifests.yaml cannot be "
         "fetched: the connection was refused",
         FETCH_HINT,
