@@ -28,7 +28,7 @@ operator's own serving certificate for <service>.<namespace>.svc against the web
 It runs inside runtime.py (which knows the pids) on a thread of its own with an asyncio loop; routing and
 dialling happen on worker threads (API lookups block, and entering a network namespace is per thread). It does
 not load-balance (the first Running pod with a process wins), routes a pod IP (10.244.0.0/16, kwok's) only to a
-process the runtime runs, and does not follow a Service without a selector.
+process the runtime runs, and follows a Service without a selector (`kubernetes`) only to a loopback endpoint.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kfctl_testbed import kube_rest, pki, standin
+from kfctl_testbed import informer, kube_rest, pki, standin
 from kfctl_testbed.kube_rest import JSON
 from kfctl_testbed.netns import connect_in_netns
 
@@ -118,7 +118,7 @@ def loopback_address(address: str) -> tuple[str, int] | None:
     return str(parsed[0]), parsed[1]
 
 
-def route(authority: str, *, api: kube_rest.Client, pid_of: PidLookup) -> Backend | Refusal:
+def route(authority: str, *, api: informer.Reader, pid_of: PidLookup) -> Backend | Refusal:
     """Where a CONNECT to `authority` leads, or why it leads nowhere."""
     parsed = parse_authority(authority)
     if isinstance(parsed, Refusal):
@@ -139,7 +139,7 @@ def route(authority: str, *, api: kube_rest.Client, pid_of: PidLookup) -> Backen
     ref = f"{meta['namespace']}/{meta['name']}"
     selector = (service.get("spec") or {}).get("selector")
     if not selector:
-        return Refusal(502, f"Service {ref} has no selector: no pod to route {ip}:{port} to")
+        return endpoints_backend(api, service, service_port, f"{ip}:{port}")
     pods = api.list(
         f"/api/v1/namespaces/{meta['namespace']}/pods",
         query={"labelSelector": ",".join(f"{k}={v}" for k, v in sorted(selector.items()))},
@@ -176,6 +176,23 @@ def route(authority: str, *, api: kube_rest.Client, pid_of: PidLookup) -> Backen
         images = ", ".join(sorted({c["image"] for c in pod["spec"]["containers"]}))
         reasons.append(f"pod {pod_meta['name']}: no process runs for it (image {images})")
     return Refusal(502, f"Service {ref} port {port}: " + "; ".join(reasons))
+
+
+def endpoints_backend(api: informer.Reader, service: JSON, service_port: JSON, authority: str) -> Backend | Refusal:
+    """A Service without a selector (`default/kubernetes`) leads to its Endpoints' address, when it is loopback (the
+    API server advertises 127.0.0.1); any other address is refused, never dialled."""
+    meta = service["metadata"]
+    ref = f"{meta['namespace']}/{meta['name']}"
+    endpoints = api.get(f"/api/v1/namespaces/{meta['namespace']}/endpoints/{meta['name']}") or {}
+    for subset in endpoints.get("subsets") or []:
+        ports = [p for p in subset.get("ports") or [] if p.get("name", "") == service_port.get("name", "")]
+        for address in subset.get("addresses") or []:
+            if ports and ipaddress.ip_address(address["ip"]).is_loopback:
+                number = int(ports[0]["port"])
+                return Backend(
+                    number, f"Service {ref} {authority} → endpoint {address['ip']}:{number}", host=address["ip"]
+                )
+    return Refusal(502, f"Service {ref} has no selector and no loopback endpoint: nothing to route {authority} to")
 
 
 def pod_backend(pod: JSON, port: int, pid_of: PidLookup) -> Backend | Refusal:

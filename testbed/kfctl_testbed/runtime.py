@@ -17,12 +17,16 @@ way a kubelet would run the container:
   they are bind-mounted at the container's mountPaths inside a private mount namespace (`unshare --mount
   --propagation private`, root only), so two processes that hard-code the same path never meet; a volume whose
   mountPath covers the binary cache (an emptyDir at /tmp, when the cache is under /tmp) does not hide the binary;
+  a mountPath the host lacks is made in an overlay (tmpfs upper layer) of the pod's namespace only, never on the
+  host (container_script): nothing of a pod is left on the host but under the state dir;
 - hostname: the pod's name, in a UTS namespace of its own (leader-election identities are built from it);
-- DNS: /etc/resolv.conf names 127.0.0.1, where nothing answers (there is no cluster DNS, and the host's resolver
-  is off loopback): a lookup fails at once;
 - network: a network namespace of its own with only `lo` (`unshare --net`), so whatever it binds is loopback
   and two pods never collide on a port; the runtime listens on 127.0.0.1:<API server port> inside it and
-  pipes each connection to the API server on the host's loopback (Relay).
+  pipes each connection to the API server on the host's loopback (Relay);
+- Services (podnet.py): cluster DNS (resolv.conf and a DNS server of the runtime's on 127.0.0.10 in the namespace),
+  cluster IPs and pod IPs (local routes on `lo`, an nftables redirect to the runtime's Service proxy, which dials the
+  process behind the Service on loopback, as the egress proxy does), and the Service environment variables a
+  kubelet injects. Nothing outside 127.0.0.0/8 is ever dialled, and an address outside the cluster has no route.
 
 Each process logs to <state>/<ns>_<pod>_<container>.log, is restarted with a doubling backoff when it exits
 and stopped (SIGTERM, SIGKILL after the pod's grace period) when its pod goes away or stops Running.
@@ -42,8 +46,8 @@ that are built. Never another release in its place: an upgrade test must see eac
 release's own operator (the one stand-in, named as such, is the untagged `kubeflow/training-operator`).
 
 What it does not do: init containers, liveness and startup probes (a process is restarted only when it
-exits), resource limits, runAsUser (processes run as root), readOnlyRootFilesystem, Service environment variables
-other than the API server's, one network namespace shared by a pod's containers (each gets its own). The way
+exits), resource limits, runAsUser (processes run as root), readOnlyRootFilesystem, UDP to a Service, one
+network namespace shared by a pod's containers (each gets its own). The way
 in is the API server's egress proxy (egress.py, `--egress-port`), which this process serves since it knows the
 pids: a webhook Service's cluster IP leads to 127.0.0.1:<targetPort> in the namespace of the pod's process.
 """
@@ -62,10 +66,11 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kfctl_testbed import egress, firstuse, informer, kube_rest
+from kfctl_testbed import egress, firstuse, informer, kube_rest, podnet
 from kfctl_testbed.kube_rest import JSON, ApiError
 from kfctl_testbed.netns import Relay
 from kfctl_testbed.podstatus import PodStatusWriter, Termination
@@ -119,8 +124,8 @@ RUNNABLE_IMAGES: dict[str, dict[str, str]] = {
     # app.kubernetes.io/version), by digest only, so the digests below name that release. Its module release
     # knative.dev/serving@v0.43.2 cannot be built here: the Go module proxy refuses it ("v0.43.2.info: 403 Forbidden
     # ... This module version is not available"). We run v0.43.1 (Knative 1.16.1, the patch release before it) for it;
-    # the full platform's test names it. Not the activator: it is Ready only once its websocket to the autoscaler
-    # Service is up, through cluster DNS and a Service IP, and this runtime gives a pod no network but loopback.
+    # the full platform's test names it. Not the activator yet: it is Ready only once its websocket to the
+    # autoscaler's Service is up (the cluster DNS and Service proxy podnet.py gives pods); not run here yet.
     **{
         f"gcr.io/knative-releases/knative.dev/serving/cmd/{command}": {digest: f"knative-serving-{command}-v0.43.1"}
         for command, digest in (
@@ -133,9 +138,9 @@ RUNNABLE_IMAGES: dict[str, dict[str, str]] = {
 
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 POLL_SECONDS = 1.0
-# What each pass reads, kept in memory (informer.Cache): the pods and nodes, and the Secrets and ConfigMaps of
-# their volumes and environments.
-READ_COLLECTIONS = ("/api/v1/nodes", "/api/v1/pods", "/api/v1/secrets", "/api/v1/configmaps")
+# What each pass reads, kept in memory (informer.Cache): the pods and nodes, the Secrets and ConfigMaps of their
+# volumes and environments, and the Services of their environments, DNS and proxy (podnet.py).
+READ_COLLECTIONS = ("/api/v1/nodes", "/api/v1/pods", "/api/v1/secrets", "/api/v1/configmaps", "/api/v1/services")
 BACKOFF_FIRST_SECONDS = 1.0
 BACKOFF_MAX_SECONDS = 30.0
 # A process that ran this long before exiting restarts after BACKOFF_FIRST_SECONDS again.
@@ -149,24 +154,77 @@ log = logging.getLogger("runtime")
 
 # A volumeMount: the volume's directory on the host, the container's mountPath, readOnly, subPath ("" for none).
 Mount = tuple[Path, str, bool, str]
-# Where sources are bind-mounted first when a mountPath would cover them (a volume at /tmp over a state dir in /tmp).
-STAGE_CANDIDATES = ("/run/kfctl-e2e-stage", "/var/lib/kfctl-e2e-stage")
+# Existing directories a tmpfs stage may cover inside the pod's mount namespace (the host never sees it): the first
+# that no mountPath or overlay covers, and that covers no source, holds the overlays' upper layers and what a
+# mountPath would hide (a volume at /tmp over a state dir in /tmp, or over the binary cache).
+STAGE_CANDIDATES = ("/srv", "/media", "/mnt", "/opt")
 
 
 def _covers(target: str, path: str) -> bool:
     return path == target or path.startswith(target.rstrip("/") + "/")
 
 
-def container_script(mounts: list[Mount], binary: str) -> list[str]:
+@dataclass(frozen=True)
+class HostView:
+    """What container_script needs to know of the host's filesystem (a table test gives its own)."""
+
+    exists: Callable[[str], bool] = os.path.exists
+    realpath: Callable[[str], str] = os.path.realpath
+    mount_points: Callable[[], list[str]] = lambda: host_mount_points()
+
+
+def host_mount_points() -> list[str]:
+    """The mount points of our mount namespace (/proc/self/mountinfo's fifth field, octal escapes undone)."""
+    points = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        field = line.split()[4]
+        points.append(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field))
+    return points
+
+
+def overlay_dirs(targets: list[str], host: HostView) -> list[str]:
+    """The host directories that get a private overlay (a tmpfs upper layer) in the pod's mount namespace so that
+    a mountPath which does not exist on the host can be made there without making it on the host: for each
+    mountPath neither on the host nor under an earlier mountPath (whose volume is in the runtime's state dir), its
+    deepest existing ancestor (symlinks resolved: /var/run is /run). Parents first; one under another with no mount
+    point between them is left out, the parent's overlay already holds it."""
+    wanted: list[str] = []
+    for i, target in enumerate(targets):
+        if host.exists(target) or any(_covers(t, target) for t in targets[:i]):
+            continue
+        ancestor = os.path.dirname(target.rstrip("/")) or "/"
+        while not host.exists(ancestor):
+            ancestor = os.path.dirname(ancestor) or "/"
+        real = host.realpath(ancestor)
+        if real not in wanted:
+            wanted.append(real)
+    wanted.sort(key=lambda d: len(Path(d).parts))
+    points = host.mount_points()
+    kept: list[str] = []
+    for d in wanted:
+        parent = next((k for k in kept if _covers(k, d)), None)
+        if parent is not None and not any(_covers(m, d) and m != parent and _covers(parent, m) for m in points):
+            continue
+        kept.append(d)
+    return kept
+
+
+def container_script(mounts: list[Mount], binary: str, host: HostView | None = None) -> list[str]:
     """Shell lines that bind each volume at its mountPath inside the process's private mount namespace, then
     become the binary (`exec`, with the container's arguments as "$@").
 
     As a kubelet does: a subPath that does not exist yet is created as a directory, and mountPaths go parents
-    first (as container runtimes sort them), so /tmp never covers a volume mounted below it. A mountPath can also
-    cover paths on the host the runtime still needs: volumes' sources when the runtime's state dir is in /tmp, or
-    the binary itself when the binary cache is (the Spark operator's controller mounts an emptyDir at /tmp). Then
-    each of them is first bound into a tmpfs stage no mountPath covers, and used from there; the binary keeps its
-    file name, which some programs print as their own."""
+    first (as container runtimes sort them), so /tmp never covers a volume mounted below it. Nothing is made on
+    the host outside the runtime's state dir: a mountPath missing on the host (/var/run/secrets/kubernetes.io/
+    serviceaccount) is made inside an overlay of its deepest existing ancestor whose upper layer is on a tmpfs of
+    the pod's own (overlay_dirs), so the host never sees it, before, during or after the pod. When that ancestor is
+    / (katib's /katib-config.yaml), the overlay of / is mounted in the stage, the host's mount points bound back
+    into it, and the binary runs chrooted there. A mountPath or overlay can also cover paths on the host the
+    runtime still needs: volumes' sources when the runtime's state dir is in /tmp, or the binary itself when the
+    binary cache is (the Spark operator's controller mounts an emptyDir at /tmp). Then each of them is first bound
+    into the tmpfs stage (an existing directory no mountPath covers, hidden in the pod's namespace only), and used
+    from there; the binary keeps its file name, which some programs print as their own."""
+    host = host or HostView()
     lines: list[str] = []
     ordered = sorted(mounts, key=lambda m: len(Path(m[1]).parts))
     sources = [str(src / sub) if sub else str(src) for src, _, _, sub in ordered]
@@ -175,13 +233,24 @@ def container_script(mounts: list[Mount], binary: str) -> list[str]:
             q = shlex.quote(path)
             lines.append(f"if [ -d {shlex.quote(str(src))} ] && [ ! -e {q} ]; then mkdir -p {q}; fi")
     targets = [target for _, target, _, _ in ordered]
-    hidden_sources = any(_covers(t, path) for t in targets for path in sources)
-    hidden_binary = any(_covers(t, binary) for t in targets)
+    overlays = overlay_dirs(targets, host)
+    chroot = "/" in overlays
+    # Without a new root, the mounts happen on our own paths: what they cover is staged first. With one, they
+    # happen below it, and our paths stay as they are (only the binary may be covered inside the new root).
+    covering = [] if chroot else targets + overlays
+    hidden_sources = any(_covers(t, path) for t in covering for path in sources)
+    hidden_binary = any(_covers(t, binary) for t in targets + overlays if t != "/")
     exe = binary
-    if hidden_sources or hidden_binary:
-        stage = next(c for c in STAGE_CANDIDATES if not any(_covers(t, c) for t in targets))
-        q_stage = shlex.quote(stage)
-        lines += [f"mkdir -p {q_stage}", f"mount -t tmpfs kfctl-e2e-stage {q_stage}"]
+    root = ""  # where the pod's / is: the stage's overlay of / when there is one
+    if hidden_sources or hidden_binary or overlays:
+        stage = next(
+            c
+            for c in STAGE_CANDIDATES
+            if host.exists(c)
+            and not any(_covers(t, c) for t in targets + overlays if t != "/")
+            and not any(_covers(c, p) for p in [*sources, binary])
+        )
+        lines.append(f"mount -t tmpfs kfctl-e2e-stage {shlex.quote(stage)}")
         if hidden_sources:
             staged = []
             for i, path in enumerate(sources):
@@ -190,19 +259,63 @@ def container_script(mounts: list[Mount], binary: str) -> list[str]:
                 lines.append(f"mount --bind {q_src} {q_tmp}")
                 staged.append(f"{stage}/{i}")
             sources = staged
-        if hidden_binary:
+        if hidden_binary and not chroot:
             exe = f"{stage}/bin/{Path(binary).name}"
             q_exe = shlex.quote(exe)
             lines += [f"mkdir {shlex.quote(stage + '/bin')}", f"touch {q_exe}"]
             lines.append(f"mount --bind {shlex.quote(binary)} {q_exe}")
+        points = [m for m in host.mount_points() if not _covers(stage, m)]
+        for i, directory in enumerate(overlays):
+            layer = f"{stage}/overlay{i}"
+            at = f"{stage}/root" if directory == "/" else root + directory
+            q_at = shlex.quote(at)
+            # The submounts of an overlaid directory (an overlay shows its own filesystem only) are bound back.
+            below = [m for m in points if m != directory and _covers(directory, m)]
+            tops = [m for m in below if not any(o != m and _covers(o, m) for o in below)]
+            made = [layer, f"{layer}/upper", f"{layer}/work"] + ([at] if directory == "/" else [])
+            lines.append("mkdir " + " ".join(shlex.quote(d) for d in made))
+            if tops and directory != "/":
+                lines.append(f"mkdir {shlex.quote(layer + '/lower')}")
+                lines.append(f"mount --rbind {q_at} {shlex.quote(layer + '/lower')}")
+            options = f"lowerdir={root + directory},upperdir={layer}/upper,workdir={layer}/work"
+            lines.append(f"mount -t overlay kfctl-e2e-pod -o {shlex.quote(options)} {q_at}")
+            for m in tops:
+                origin = m if directory == "/" else f"{layer}/lower/{os.path.relpath(m, directory)}"
+                into = at.rstrip("/") + m[len(directory.rstrip("/")) :]
+                lines.append(f"mount --rbind {shlex.quote(origin)} {shlex.quote(into)}")
+            if directory == "/":
+                root = at
+        if hidden_binary and chroot:
+            exe = f"/.kfctl-e2e/bin/{Path(binary).name}"
+            q_exe = shlex.quote(root + exe)
+            lines += [f"mkdir -p {shlex.quote(root + '/.kfctl-e2e/bin')}", f"touch {q_exe}"]
+            lines.append(f"mount --bind {shlex.quote(binary)} {q_exe}")
     for (_, target, read_only, _), path in zip(ordered, sources, strict=True):
-        q_src, q_dst = shlex.quote(path), shlex.quote(target)
-        lines.append(f"if [ -d {q_src} ]; then mkdir -p {q_dst}; else mkdir -p $(dirname {q_dst}); touch {q_dst}; fi")
+        # Below a new root, a link on the way (/var/run → /run) is followed here, where it would lead out of it.
+        q_src, q_dst = shlex.quote(path), shlex.quote(root + resolved(target, host) if root else target)
+        lines.append(
+            f"if [ -d {q_src} ]; then mkdir -p {q_dst}; "
+            f"else mkdir -p $(dirname {q_dst}); [ -e {q_dst} ] || touch {q_dst}; fi"
+        )
         lines.append(f"mount --bind {q_src} {q_dst}")
         if read_only:
             lines.append(f"mount -o remount,bind,ro {q_dst}")
-    lines.append(f'exec {shlex.quote(exe)} "$@"')
+    if root:
+        # In the new root, the same working directory (the same path: / is its lower layer).
+        enter = shlex.quote('cd "$0" 2>/dev/null || cd /; exec "$@"')
+        lines.append(f'exec chroot {shlex.quote(root)} /bin/sh -c {enter} "$(pwd)" {shlex.quote(exe)} "$@"')
+    else:
+        lines.append(f'exec {shlex.quote(exe)} "$@"')
     return lines
+
+
+def resolved(path: str, host: HostView) -> str:
+    """`path` with its deepest existing ancestor's links resolved on the host (the rest does not exist yet)."""
+    ancestor, rest = path.rstrip("/") or "/", ""
+    while not host.exists(ancestor):
+        ancestor, name = os.path.split(ancestor)
+        rest = f"/{name}{rest}"
+    return host.realpath(ancestor).rstrip("/") + rest
 
 
 def split_image(image: str) -> tuple[str, str, str]:
@@ -342,6 +455,7 @@ class Process:
     handshake: Path  # <pod dir>/<container>.netns: the prelude's "namespace made"; .relay: the runtime's answer
     proc: subprocess.Popen[bytes] | None = None
     relay: Relay | None = None
+    network: podnet.PodNetwork | None = None
     started: float = 0.0
     started_at: float = 0.0  # wall clock, for the pod's status
     restart_at: float = 0.0
@@ -369,6 +483,8 @@ class Runtime:
         self.state_dir = state_dir
         self.pods: dict[str, PodState] = {}  # "<ns>/<name>" → state
         self.status = PodStatusWriter(api)  # the pods' readiness and container states (podstatus.py)
+        # Where a pod's connection to a cluster IP or pod IP leads (podnet.py): egress.route over the cache.
+        self.route = podnet.router(self.read, egress.runtime_pids(self))
         # Releases no one built in advance, built when a pod first names them (firstuse.py).
         self.builds = firstuse.FirstUseBuilds(bin_dir, bin_dir.parent.parent / "firstuse")
 
@@ -468,9 +584,7 @@ class Runtime:
             p.last_exit = Termination.of(p.proc.returncode, started_at=p.started_at, finished_at=time.time())
             p.proc = None
         if p.proc is None and now >= p.restart_at:
-            if p.relay:
-                p.relay.close()
-                p.relay = None
+            close_network(p)
             for path in (p.handshake, p.handshake.with_suffix(".relay")):
                 path.unlink(missing_ok=True)
             with open(p.log_path, "ab") as out:
@@ -498,6 +612,11 @@ class Runtime:
                 raise OSError(f"the prelude did not make its network namespace (exit {p.proc.poll()})")
             time.sleep(0.01)
         relay = Relay(p.proc.pid, (self.api.host, self.api.port), name=p.key)
+        try:
+            p.network = podnet.PodNetwork(p.proc.pid, self.read, self.route, name=p.key)
+        except Exception as e:  # pyroute2's NetlinkError is no OSError
+            relay.close()
+            raise OSError(f"pod network: {type(e).__name__}: {e}") from e
         p.handshake.with_suffix(".relay").touch()
         return relay
 
@@ -542,16 +661,14 @@ class Runtime:
             if m["name"] not in volumes:
                 raise ValueError(f"volumeMount {m['name']!r}: no such volume")
             mounts.append((source, m["mountPath"], bool(m.get("readOnly")), m.get("subPath", "")))
-        # A kubelet gives each pod its resolv.conf (the cluster's DNS). There is none here, and the pod has no network
-        # but loopback: its resolver is 127.0.0.1, where nothing answers, so a lookup fails at once and never tries
-        # the host's resolver (whose address is not on loopback).
+        # A kubelet gives each pod its resolv.conf: the cluster's DNS, here the runtime's in the pod's namespace.
         resolv = state.root / "resolv.conf"
         if not resolv.is_file():
-            resolv.write_text("nameserver 127.0.0.1\n")
+            resolv.write_text(podnet.resolv_conf(ns))
         mounts.append((resolv, "/etc/resolv.conf", True, ""))
         # The prelude runs inside the new namespaces: bind each volume, then become the binary (setpriv, unshare
-        # and sh all exec, so the pid we hold is the binary's). Missing mountpoints are created on the host's
-        # filesystem (empty directories such as /var/run/secrets/kubernetes.io/serviceaccount stay behind).
+        # and sh all exec, so the pid we hold is the binary's). A mountPath the host lacks is made in a private
+        # overlay (container_script): the host keeps no /var/run/secrets/kubernetes.io/serviceaccount of ours.
         # A pod's hostname is its name (controller-runtime's leader identity is built from it).
         handshake = state.root / f"{container['name']}.netns"
         q_netns, q_relay = shlex.quote(str(handshake)), shlex.quote(str(handshake.with_suffix(".relay")))
@@ -560,7 +677,7 @@ class Runtime:
             f"echo {shlex.quote(name)} > /proc/sys/kernel/hostname",
             # The pod's own network namespace: only `lo`, so whatever it binds (":8080") is loopback, and pods
             # never collide on ports. The runtime then opens the API server's port in it (a relay, see Relay).
-            "ip link set lo up",
+            *podnet.prelude_lines(),
             f"touch {q_netns}",
             f"while [ ! -e {q_relay} ]; do sleep 0.02; done",
         ]
@@ -600,10 +717,11 @@ class Runtime:
             "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
             "HOME": "/root",
             "HOSTNAME": pod["metadata"]["name"],
-            "KUBERNETES_SERVICE_HOST": self.api.host,
-            "KUBERNETES_SERVICE_PORT": str(self.api.port),
-            "KUBERNETES_SERVICE_PORT_HTTPS": str(self.api.port),
         }
+        # The Services of its namespace known now, as the kubelet's (`kubernetes`: the API server on loopback).
+        links = pod["spec"].get("enableServiceLinks", True) is not False
+        services = self.read.list("/api/v1/services") if links else []
+        env.update(podnet.service_env(services, ns, links=links, api_host=self.api.host, api_port=self.api.port))
         for source in container.get("envFrom") or []:
             prefix = source.get("prefix", "")
             if "configMapRef" in source:
@@ -771,10 +889,18 @@ def sync_dir(directory: Path, files: dict[str, bytes]) -> None:
             existing.unlink()
 
 
-def stop_process(p: Process, grace: float | None = None) -> None:
+def close_network(p: Process) -> None:
+    """The API server's relay, the Service proxy and the DNS server of a process that stopped."""
     if p.relay:
         p.relay.close()
         p.relay = None
+    if p.network:
+        p.network.close()
+        p.network = None
+
+
+def stop_process(p: Process, grace: float | None = None) -> None:
+    close_network(p)
     if p.proc is None or p.proc.poll() is not None:
         return
     p.proc.terminate()

@@ -213,7 +213,7 @@ def live_holder(lease: JSON | None) -> str | None:
     return str(spec["holderIdentity"])
 
 
-def webhook_addresses(api: kube_rest.Client) -> dict[str, str]:
+def webhook_addresses(api: informer.Reader) -> dict[str, str]:
     """The webhook Services the acting stand-in serves, "<namespace>/<service>" → "127.0.0.1:<port>"; none while
     nobody holds the lease (a released or expired lease's annotation is stale: that stand-in serves nothing)."""
     lease = api.get(f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases/{LEASE_NAME}")
