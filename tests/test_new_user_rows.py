@@ -40,7 +40,70 @@ class Row:
     not_written: tuple[str, ...] = ()  # paths under {tmp} that do not
 
 
+TAGS = "https://github.com/kubeflow/manifests/archive/refs/tags/"
+RELEASE_2603 = (("tags/26.03.tar.gz", "SHARED:kubeflow-manifests-26.03.tar.gz"),)
+MIRROR_TO_TAGS = ("--mirror", f"{TAGS}={{tmp}}/tags/")
+OFFLINE_WAYS = (
+    "map the release to a mirror (--mirror https://github.com/=LOCATION) or give a local archive of it "
+    "(--upstream ./manifests-26.03.tar.gz)"
+)
+
 ROWS = [
+    Row(
+        "row-01-the-newest-release-has-no-v",
+        ("init", "x", "--upstream", "26.03", *MIRROR_TO_TAGS),
+        0,
+        f"Wrote x/kfdef.yaml (upstream Kubeflow 26.03, 27 applications from {TAGS}26.03.tar.gz)",
+        files=RELEASE_2603,
+        written=("x/kfdef.yaml",),
+    ),
+    Row(
+        "row-01-a-v-where-there-is-none",
+        ("init", "x", "--upstream", "v26.03", *MIRROR_TO_TAGS),
+        0,
+        f"Wrote x/kfdef.yaml (upstream Kubeflow 26.03, 27 applications from {TAGS}26.03.tar.gz)",
+        files=RELEASE_2603,
+        written=("x/kfdef.yaml",),
+    ),
+    Row(
+        "row-01-neither-spelling-exists",
+        ("init", "x", "--upstream", "26.04", *MIRROR_TO_TAGS),
+        10,
+        "Error (fetch error): --upstream 26.04: neither tag 26.04 nor v26.04 was found",
+        contains=f'  repo "manifests" ({TAGS}v26.04.tar.gz), from {{tmp}}/tags/v26.04.tar.gz (mirror {TAGS} = '
+        "{tmp}/tags): archive {tmp}/tags/v26.04.tar.gz does not exist",
+        files=RELEASE_2603,
+        not_written=("x",),
+    ),
+    Row(
+        "row-02-a-plain-file",
+        ("init", "x", "--upstream", "notes.txt"),
+        2,
+        "Error (usage error): --upstream notes.txt: {tmp}/notes.txt is a file, not a release archive (.tar.gz, .tgz, "
+        ".tar, .zip) or a directory",
+        files=(("notes.txt", "my notes\n"),),
+        not_written=("x",),
+    ),
+    Row(
+        "row-03-not-a-tag-url-or-path",
+        ("init", "x", "--upstream", "banana-tag"),
+        2,
+        "Error (usage error): --upstream banana-tag: not a release tag (v1.11.0, 26.03), URL or path (there is no "
+        "{tmp}/banana-tag)",
+        contains="Hint: kfctl fetches any kubeflow/manifests release by its tag; it is tested with v1.10.0, v1.11.0, "
+        "26.03.",
+        not_written=("x",),
+    ),
+    Row(  # and row 8: nothing is left of the failed init, not even APPDIR/.cache/repos/
+        "row-04-no-network-is-a-fetch-error-with-inits-hint",
+        ("init", "x", "--upstream", "v1.11.0"),
+        10,
+        f'Error (fetch error): repo "manifests" ({TAGS}v1.11.0.tar.gz): download failed: [Errno 111] Connection '
+        "refused",
+        contains=f"Hint: check the network; without one, {OFFLINE_WAYS}",
+        env=(("https_proxy", "http://127.0.0.1:9"), ("no_proxy", "")),
+        not_written=("x",),
+    ),
     Row(
         "row-05-global-option-after-a-group",
         ("secrets", "-o", "json", "apply", "demo"),
