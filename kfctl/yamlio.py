@@ -266,6 +266,12 @@ def may_alias(text: str) -> bool:
     return any(m.start() == 0 or text[m.start() - 1] in _ANCHOR_BEFORE for m in _ANCHOR.finditer(text))
 
 
+def compose_all(text: str) -> list[yaml.Node]:
+    """The node tree of every document of ``text``, with positions (see :func:`compose`)."""
+    check_limits(text)
+    return list(yaml.compose_all(text, Loader=_LOADER))
+
+
 def compose(text: str) -> yaml.Node | None:
     """The node tree of one document, with each node's position in ``text`` (for editing a file in place);
     within the same limits as the other loads. Nodes are not constructed, so an alias costs nothing."""

@@ -32,7 +32,18 @@ from kfctl.config.loader import load_kfdef
 from kfctl.errors import RenderError
 from kfctl.render.kustomize import find_kustomize
 from kfctl.repos.closure import kustomization_closure
-from kfctl.repos.v3_fieldspecs import NOTE, LeftOut, reaches, rewrite
+from kfctl.repos.v3_fieldspecs import (
+    NOTE,
+    V3_VAR_REFERENCES,
+    V5_VAR_REFERENCES,
+    Escaped,
+    LeftOut,
+    escape_v3_literals,
+    merged,
+    reaches,
+    rewrite,
+    var_references,
+)
 
 DEPLOYMENT = """\
 apiVersion: apps/v1
@@ -184,6 +195,101 @@ def test_generate_refuses_what_v5_would_render_otherwise_than_v3(tmp_path: Path,
     assert not (path.parent / "rendered").exists()
 
 
+SERVICE = """\
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+  annotations:
+    getambassador.io/config: |-
+      service: web.$(NS)
+"""
+
+
+@dataclass(frozen=True)
+class EscapeRow:
+    id: str
+    configurations: tuple[str, ...]  # transformer configurations of the build, each a file, in kustomize's order
+    escaped: tuple[str, ...]  # Escaped.describe() of each string written with $$
+    annotation: str  # what kustomize v3 left in the annotation, and v5 renders from the file kfctl writes
+
+
+ESCAPE_ROWS = [
+    EscapeRow(
+        "annotations: v5's default field specs reach them, v3's did not (kubeflow/manifests v1.2 centraldashboard)",
+        (),
+        ("line 8: Service web metadata.annotations.getambassador.io/config",),
+        "service: web.$(NS)",
+    ),
+    EscapeRow(
+        "the build's own spec for that annotation: v3 substituted too",
+        ("varReference:\n- path: metadata/annotations/getambassador.io\\/config\n  kind: Service\n",),
+        (),
+        "service: web.team-a",
+    ),
+    EscapeRow(
+        "a spec for any kind's annotations after one for a webhook's: dropped (v1.2 seldon's kustomizeconfig)",
+        (
+            "varReference:\n- path: metadata/annotations\n  kind: MutatingWebhookConfiguration\n",
+            "varReference:\n- path: metadata/annotations\n",
+        ),
+        ("line 8: Service web metadata.annotations.getambassador.io/config",),
+        "service: web.$(NS)",
+    ),
+]
+
+
+@pytest.mark.parametrize("row", ESCAPE_ROWS, ids=[r.id for r in ESCAPE_ROWS])
+def test_a_var_v3_left_as_written_is_escaped_from_v5(tmp_path: Path, row: EscapeRow) -> None:
+    """The build: a Service and the var's ConfigMap, each configuration in a base of its own before them."""
+    bases = [f"c{i}" for i in range(len(row.configurations))]
+    kustomization = KUSTOMIZATION.replace(
+        "deployment.yaml, settings.yaml]", f"{', '.join([*bases, 'service.yaml', 'settings.yaml'])}]"
+    )
+    kustomization = kustomization.replace("configurations: [params.yaml]\n", "")
+    files = {"kustomization.yaml": kustomization, "settings.yaml": SETTINGS}
+    for base, config in zip(bases, row.configurations, strict=True):
+        files[f"{base}/kustomization.yaml"] = "configurations: [params.yaml]\n"
+        files[f"{base}/params.yaml"] = config
+    own = [var_references(c) for c in row.configurations] + [[]]
+    text, escaped, refused = escape_v3_literals(SERVICE, merged(V3_VAR_REFERENCES, own), merged(V5_VAR_REFERENCES, own))
+    assert ([e.describe() for e in escaped], refused) == (list(row.escaped), ())
+    write_tree(tmp_path, {**files, "service.yaml": text})
+    built = _build(tmp_path)
+    assert built.returncode == 0, built.stderr
+    service = next(o for o in _load_all(built.stdout) if o["kind"] == "Service")
+    assert service["metadata"]["annotations"]["getambassador.io/config"] == row.annotation
+
+
+def test_v3_and_v5_merge_field_specs_alike_from_other_defaults() -> None:
+    """kustomize keeps the first of two specs for a path when the second's kind selects the first's."""
+    webhook = ("metadata/annotations", "", "", "MutatingWebhookConfiguration")
+    anything = ("metadata/annotations", "", "", "")
+    assert [s for s in merged(V3_VAR_REFERENCES, [[webhook], [anything]]) if s[0] == "metadata/annotations"] == [
+        webhook
+    ]
+    assert [s for s in merged(V3_VAR_REFERENCES, [[anything], [webhook]]) if s[0] == "metadata/annotations"] == [
+        anything,
+        webhook,
+    ]
+    assert [s for s in merged(V5_VAR_REFERENCES, [[webhook]]) if s[0] == "metadata/annotations"] == [anything, webhook]
+    assert (len(V3_VAR_REFERENCES), len(V5_VAR_REFERENCES)) == (62, 72)
+
+
+def test_a_var_v3_substituted_and_v5_would_not_is_refused() -> None:
+    """A spec for any kind's pod template annotations: v3 kept it, v5 drops it after its Deployment default."""
+    deployment = (
+        "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db}\n"
+        "spec:\n  template:\n    metadata:\n      annotations: {a: $(NS)}\n"
+    )
+    own = [[("spec/template/metadata/annotations", "", "", "")]]
+    assert escape_v3_literals(deployment, merged(V3_VAR_REFERENCES, own), merged(V5_VAR_REFERENCES, own)) == (
+        deployment,
+        (),
+        (Escaped(7, "StatefulSet", "db", "spec.template.metadata.annotations.a"),),
+    )
+
+
 def test_generate_says_which_files_it_left_what_out_of(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write_tree(
         tmp_path / "repo",
@@ -200,8 +306,8 @@ def test_generate_says_which_files_it_left_what_out_of(tmp_path: Path, capsys: p
     (app_dir / "kfdef.yaml").write_text(kfdef(app, metadata={"name": "kf"}, repo=f"file://{tmp_path / 'repo'}"))
     assert main(["generate", str(app_dir)]) == 0
     assert (
-        "Left out, in 1 vendored file(s), field specs kustomize v3 ignored and kustomize v5 refuses (each file's "
-        "header says which): vendor/repos/manifests/pkg/params.yaml"
+        "Rewrote 1 vendored file(s) so that kustomize v5 renders what kustomize v3 did (each file's header says "
+        "what): vendor/repos/manifests/pkg/params.yaml"
     ) in capsys.readouterr().out.splitlines()
     assert main(["generate", str(app_dir), "-o", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["vendored"]["translated"] == [
@@ -319,34 +425,49 @@ def _pattern(template: str, names: Any) -> re.Pattern[str]:
     return re.compile(out + re.escape(template[pos:]), re.S)
 
 
-@pytest.fixture(scope="module")
-def azure(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path, Path]:
-    """kfctl_azure.v1.2.0.yaml generated against the release tarball, and upstream's kustomize v3 output of its
-    stack (tests/stacks/azure of the release: one file per object, which kfctl does not vendor)."""
+def _generate_release(root: Path, kfdef_fixture: str) -> tuple[Any, Path, Path]:
+    """The official KfDef generated against the v1.2.0 release tarball; the release's own copy of the stack's
+    packages (the tree as upstream wrote it, for its vars and their targets) and of upstream's kustomize v3
+    output of them (tests/<package>/test_data/expected, one file per object)."""
     tarball = shared_fixture("kubeflow-manifests-v1.2.0.tar.gz")
-    doc = yaml.safe_load(shared_fixture("kfctl_azure.v1.2.0.yaml").read_text())
+    doc = yaml.safe_load(shared_fixture(kfdef_fixture).read_text())
     doc["spec"]["repos"] = [
         {"name": "manifests", "uri": f"file://{tarball}", "sha256": hashlib.sha256(tarball.read_bytes()).hexdigest()}
     ]
-    root = tmp_path_factory.mktemp("azure")
     path = root / "kubeflow" / "kfdef.yaml"
     path.parent.mkdir()
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     catalog = load_catalog()
     result = generate(load_kfdef(path, catalog), catalog)
+    vendored = path.parent / "vendor" / "repos" / "manifests"
+    wanted = {f"manifests-1.2.0/{p.relative_to(vendored).as_posix()}" for p in vendored.rglob("*") if p.is_file()}
+    packages = [a["kustomizeConfig"]["repoRef"]["path"] for a in doc["spec"]["applications"]]
+    expected = tuple(f"manifests-1.2.0/tests/{p}/test_data/expected/" for p in packages)
     with tarfile.open(tarball) as tar:
-        expected = [m for m in tar.getmembers() if m.name.startswith("manifests-1.2.0/tests/stacks/azure/")]
-        tar.extractall(root / "release", members=expected, filter="data")
-    return result, path.parent, root / "release" / "manifests-1.2.0" / "tests" / "stacks" / "azure"
+        members = [m for m in tar.getmembers() if m.name in wanted or m.name.startswith(expected)]
+        tar.extractall(root / "release", members=members, filter="data")
+    return result, path.parent, root / "release" / "manifests-1.2.0"
+
+
+@pytest.fixture(scope="module")
+def azure(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path, Path]:
+    return _generate_release(tmp_path_factory.mktemp("azure"), "kfctl_azure.v1.2.0.yaml")
+
+
+@pytest.fixture(scope="module")
+def k8s_istio(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path, Path]:
+    return _generate_release(tmp_path_factory.mktemp("k8s"), "kfctl_k8s_istio.v1.2.0.yaml")
+
+
+SPARTAKUS = (
+    "vendor/repos/manifests/common/spartakus/base/params.yaml: line 4: varReference path "
+    "spec/template/spec/containers/0/args/1 (kind Deployment)"
+)
 
 
 def test_the_v1_2_azure_kfdef_renders_with_what_v3_ignored_left_out(azure: tuple[Any, Path, Path]) -> None:
     result, app_dir, _ = azure
-    assert (result.objects, result.vendor_fallbacks) == (389, ())
-    assert result.translated == (
-        "vendor/repos/manifests/common/spartakus/base/params.yaml: line 4: varReference path "
-        "spec/template/spec/containers/0/args/1 (kind Deployment)",
-    )
+    assert (result.objects, result.vendor_fallbacks, result.translated) == (389, (), (SPARTAKUS,))
     # The translated entry named no var: kustomize v3 left the Kubernetes env reference as it was, so does v5.
     deployment = next(
         o
@@ -357,21 +478,50 @@ def test_the_v1_2_azure_kfdef_renders_with_what_v3_ignored_left_out(azure: tuple
 
 
 def test_every_var_of_the_v1_2_azure_tree_renders_what_it_names_as_v3_did(azure: tuple[Any, Path, Path]) -> None:
-    """Per application, the vars its kustomizations declare (kfctl.repos.closure finds them) and every string
-    of its resources and patches that refers to one: the rendered object (same kind, the name after a prefix)
-    has at the same place the string with each $(var) replaced by what the var's objref/fieldref names in the
-    rendered objects, and that string is what upstream's kustomize v3 output has there."""
-    _, app_dir, v3_dir = azure
-    tree = app_dir / "vendor" / "repos" / "manifests"
-    v3 = {
-        _key(o): o for f in sorted(v3_dir.glob("**/test_data/expected/*.yaml")) for o in _load_all(f.read_text()) if o
-    }
+    substituted, as_written, compared = _check_vars(*azure[1:])
+    assert substituted == {k: {v} for k, v in AZURE_VARS.items()}
+    assert (as_written, compared) == ({}, 51)  # compared: places where upstream's v3 output has the object too
+
+
+def test_the_v1_2_k8s_istio_kfdef_keeps_what_v3_left_as_written(k8s_istio: tuple[Any, Path, Path]) -> None:
+    """kubeflow/manifests v1.2's stacks/kubernetes declares a var namespace; kustomize v3 did not substitute it in
+    Ambassador annotations (its defaults reach no annotations, and seldon's spec for all kinds' annotations came
+    after admission-webhook's for MutatingWebhookConfiguration's, so kustomize dropped it), v5's defaults do."""
+    result, app_dir, release = k8s_istio
+    assert (result.objects, result.vendor_fallbacks) == (565, ())
+    assert result.translated == (
+        "vendor/repos/manifests/common/centraldashboard/base/service.yaml: line 7: Service centraldashboard "
+        "metadata.annotations.getambassador.io/config",
+        SPARTAKUS,
+        "vendor/repos/manifests/jupyter/jupyter-web-app/base/service.yaml: line 7: Service service "
+        "metadata.annotations.getambassador.io/config",
+    )
+    substituted, as_written, compared = _check_vars(app_dir, release)
+    assert as_written == {("kubeflow-apps", "namespace"): 2}
+    assert (len(substituted), compared) == (37, 110)  # (application, var) pairs; places compared with v3
+
+
+Checked = tuple[dict[tuple[str, str], set[str]], dict[tuple[str, str], int], int]
+
+
+def _check_vars(app_dir: Path, release: Path) -> Checked:
+    """Per application, the vars its kustomizations declare (kfctl.repos.closure finds them in the tree as
+    upstream wrote it) and every string of its resources and patches that refers to one: the rendered object
+    (same kind, the name after a prefix) has at that place the string with each $(var) replaced by what the
+    var's objref/fieldref names in the rendered objects, or the string as written; and that is what upstream's
+    kustomize v3 output has there. Returns the values substituted per (application, var), how many strings
+    each var left as written, and how many places were compared with the v3 output (of the applications whose
+    package has it: tests/<package>/test_data/expected)."""
+    tree = release
     substituted: dict[tuple[str, str], set[str]] = {}
+    as_written: dict[tuple[str, str], int] = {}
     compared = 0
     for app in yaml.safe_load((app_dir / "kfdef.yaml").read_text())["spec"]["applications"]:
         files = kustomization_closure(tree / app["kustomizeConfig"]["repoRef"]["path"], root=tree).files
         declared = _vars(tree, files)
         rendered = [o for o in _load_all((app_dir / "rendered" / f"{app['name']}.yaml").read_text()) if o]
+        expected = release / "tests" / app["kustomizeConfig"]["repoRef"]["path"] / "test_data" / "expected"
+        v3 = {_key(o): o for f in sorted(expected.glob("*.yaml")) for o in _load_all(f.read_text())}
 
         def named(
             kind: str, name: str, rendered: list[Any] = rendered, declared: dict[str, Var] = declared
@@ -403,6 +553,10 @@ def test_every_var_of_the_v1_2_azure_tree_renders_what_it_names_as_v3_did(azure:
                             compared += 1
                         if got is None:  # a patch removed it, or the path is a patch's own
                             continue
+                        if got == template:
+                            for n in names:
+                                as_written[(app["name"], n)] = as_written.get((app["name"], n), 0) + 1
+                            continue
                         match = pattern.fullmatch(got)
                         assert match, f"{rel} {_key(obj)} {path}: {got!r} is not {template!r} substituted"
                         for i, m in enumerate(VAR_REF.finditer(template)):
@@ -410,5 +564,4 @@ def test_every_var_of_the_v1_2_azure_tree_renders_what_it_names_as_v3_did(azure:
                                 value = match.group(f"g{i}")
                                 assert value in values(declared[m.group(1)]), (rel, path, m.group(1), value)
                                 substituted.setdefault((app["name"], m.group(1)), set()).add(value)
-    assert substituted == {k: {v} for k, v in AZURE_VARS.items()}
-    assert compared == 51  # places where upstream's v3 output has the object too
+    return substituted, as_written, compared

@@ -27,7 +27,14 @@ from pathlib import Path
 
 from kfctl.app.rendered import CACHE_DIR as PARSED_CACHE
 from kfctl.app.rendered import remember
-from kfctl.app.vendor import add_remote_bases, apply_rewrites, measure, translate_v3_forms, vendor
+from kfctl.app.vendor import (
+    add_remote_bases,
+    apply_rewrites,
+    escape_v3_literals_in,
+    measure,
+    translate_v3_forms,
+    vendor,
+)
 from kfctl.catalog.model import Catalog
 from kfctl.config.model import Application, KfDef
 from kfctl.errors import RenderError, StaleOutputError
@@ -66,7 +73,7 @@ class GenerateResult:
     repinned: tuple[str, ...] = ()  # with --refresh: each repo or remote base that now resolves to other content
     warnings: tuple[str, ...] = ()  # what the user should know, though nothing failed
     removed: tuple[str, ...] = ()  # those of ``changed`` that the render no longer has (deleted from APPDIR)
-    translated: tuple[str, ...] = ()  # vendored files in which kfctl left out what kustomize v3 ignored, and what
+    translated: tuple[str, ...] = ()  # vendored files kfctl rewrote so kustomize v5 renders what v3 did, and what
 
 
 def insecure_repos(kfdef: KfDef) -> tuple[str, ...]:
@@ -268,13 +275,14 @@ def _render_all(
     use_cache: bool,
     resolver: RemoteResolver,
 ) -> tuple[int, list[str], list[str]]:
-    """The objects rendered, the vendoring fallbacks, and per vendored file rewritten for kustomize v5 what it
-    left out (a line each)."""
+    """The objects rendered, the vendoring fallbacks, and per vendored file rewritten for kustomize v5 what
+    changed in it (a line each)."""
     layouts = [plan_application(kfdef, catalog, app, sources=sources) for app in apps]
     rewrites = add_remote_bases(layouts, resolver)
     fallbacks = vendor(layouts, tmp)
     apply_rewrites(rewrites, tmp)
     translated = translate_v3_forms(layouts, tmp)
+    escaped = escape_v3_literals_in(layouts, tmp)  # after: the configurations it reads are v5's by then
     for layout in layouts:
         _write_files(layout, tmp)
 
@@ -322,7 +330,9 @@ def _render_all(
     # An object several applications render: identical copies are applied once, differing ones refused now,
     # before anything is written to APPDIR (load_bundle merges the same way when it reads the files back).
     merge_copies(parsed, sources={name: str(kfdef.app_dir / "rendered" / f"{name}.yaml") for name, _ in parsed})
-    return total, fallbacks, [f"{file}: {'; '.join(e.describe() for e in left)}" for file, left in translated]
+    notes = [(file, [e.describe() for e in left]) for file, left in translated]
+    notes += [(file, [e.describe() for e in done]) for file, done in escaped]
+    return total, fallbacks, [f"{file}: {'; '.join(what)}" for file, what in sorted(notes)]
 
 
 def _check_left_out(

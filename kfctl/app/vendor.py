@@ -25,19 +25,20 @@ import shutil
 import stat
 from collections import defaultdict
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 import yaml
 
 from kfctl import yamlio
 from kfctl.errors import ConfigError, KfctlError, RenderError
 from kfctl.render.layout import AppLayout, VendorCopy
+from kfctl.repos import v3_fieldspecs as v3
 from kfctl.repos.closure import Closure, kustomization_closure, tree_files
 from kfctl.repos.kustomization_refs import remote_entries, rewrite
 from kfctl.repos.remote import KUSTOMIZATION_FILES, remote_references
 from kfctl.repos.remote_bases import OfflineMiss, RemoteResolver
 from kfctl.repos.remote_url import parse_remote
-from kfctl.repos.v3_fieldspecs import LeftOut
-from kfctl.repos.v3_fieldspecs import rewrite as rewrite_fieldspecs
+from kfctl.repos.v3_fieldspecs import Escaped, LeftOut
 
 REMOTE_DIR = PurePosixPath("vendor/remote")
 MAX_REMOTE_BASES = 200  # a chain of remote bases naming ever new ones ends here
@@ -126,7 +127,7 @@ def translate_v3_forms(layouts: list[AppLayout], tmp: Path) -> list[tuple[str, t
                         continue
                     done.add(path)
                     try:
-                        text, left_out = rewrite_fieldspecs(yamlio.read_text(path))
+                        text, left_out = v3.rewrite(yamlio.read_text(path))
                     except (OSError, yaml.YAMLError):
                         continue  # kustomize reports it, in its own words
                     if left_out:
@@ -135,13 +136,104 @@ def translate_v3_forms(layouts: list[AppLayout], tmp: Path) -> list[tuple[str, t
     return found
 
 
-def _configurations(kfile: Path) -> list[str]:
+def escape_v3_literals_in(layouts: list[AppLayout], tmp: Path) -> list[tuple[str, tuple[Escaped, ...]]]:
+    """In the vendored copies in ``tmp``, double the ``$`` of each string that kustomize v3 left as written and
+    kustomize v5 would substitute (kfctl.repos.v3_fieldspecs), in the resource and patch files of every
+    application whose build has vars (without vars kustomize expands nothing); each file rewritten (relative
+    to APPDIR) and what it escaped. A string v3 substituted and v5 would not, a file two builds would rewrite
+    differently, or one a build without vars also reads, is an error naming it."""
+    real_tmp = Path(os.path.realpath(tmp))
+    done: dict[Path, tuple[str, str]] = {}  # file -> (the application that rewrote it, its new text)
+    read_plain: dict[Path, str] = {}  # files read by a build without vars -> that application
+    found: list[tuple[str, tuple[Escaped, ...]]] = []
+    for layout in layouts:
+        name = layout.app.name
+        files: list[Path] = []
+        order: list[Path] = []  # the build's kustomizations, bases before the one naming them
+        for copy in layout.vendor:
+            if copy.start is not None:
+                root = Path(os.path.realpath(tmp / copy.dest))
+                files += [root / rel for rel in sorted(kustomization_closure(root / copy.start, root=root).files)]
+                _bases_first(root / copy.start, order)
+        docs = {k: _kustomization(k) for k in order}
+        configs = {
+            k: [Path(os.path.realpath(k.parent / e)) for e in _strings_of(d.get("configurations"))]
+            for k, d in docs.items()
+        }
+        objects = [
+            f
+            for f in files
+            if f.suffix in (".yaml", ".yml")
+            and f.name not in KUSTOMIZATION_FILES
+            and not any(f in c for c in configs.values())
+        ]
+        if not any(d.get("vars") for d in docs.values()):
+            read_plain.update(dict.fromkeys(objects, name))
+            continue
+        own = [[s for c in configs[k] if c.is_file() for s in v3.var_references(yamlio.read_text(c))] for k in order]
+        v3_specs, v5_specs = v3.merged(v3.V3_VAR_REFERENCES, own), v3.merged(v3.V5_VAR_REFERENCES, own)
+        for path in objects:
+            rel = path.relative_to(real_tmp).as_posix()
+            try:
+                text, escaped, refused = v3.escape_v3_literals(yamlio.read_text(path), v3_specs, v5_specs)
+            except (OSError, yaml.YAMLError):
+                continue  # kustomize reports it, in its own words
+            if refused:
+                raise RenderError(
+                    f"application {name}: {rel} {refused[0].describe()}: kustomize v3 substituted vars there and "
+                    "kustomize v5 does not (its default field specs drop the build's own for that field)",
+                    hint="add a varReference field spec naming that kind and field to the repo's configurations",
+                )
+            if path in done and done[path][1] != text:
+                raise RenderError(
+                    f"{rel}: applications {done[path][0]} and {name} build it with different field specs, so "
+                    "kustomize v3 substituted otherwise in it for each",
+                    hint="give each application its own copy of the file in the repo",
+                )
+            if escaped and path not in done:
+                done[path] = (name, text)
+                found.append((rel, escaped))
+    for path, (name, text) in done.items():
+        if path in read_plain:
+            raise RenderError(
+                f"{path.relative_to(real_tmp).as_posix()}: application {name} needs $ written $$ in it for "
+                f"kustomize v5 and application {read_plain[path]}, whose build has no vars, needs it as written",
+                hint="give each application its own copy of the file in the repo",
+            )
+        path.write_text(text, encoding="utf-8")
+    return found
+
+
+def _bases_first(directory: Path, order: list[Path], seen: set[Path] | None = None) -> None:
+    """The kustomization files under ``directory``, as kustomize v3 accumulates them: each one's resources and
+    then bases (directories: their kustomizations, first), then itself."""
+    seen = set() if seen is None else seen
+    kfile = next((directory / n for n in KUSTOMIZATION_FILES if (directory / n).is_file()), None)
+    if kfile is None or directory in seen:
+        return
+    seen.add(directory)
+    doc = _kustomization(kfile)
+    for entry in [*_strings_of(doc.get("resources")), *_strings_of(doc.get("bases"))]:
+        child = Path(os.path.realpath(directory / entry))
+        if child.is_dir():
+            _bases_first(child, order, seen)
+    order.append(kfile)
+
+
+def _kustomization(path: Path) -> dict[str, Any]:
     try:
-        doc = yamlio.load_kustomization(yamlio.read_text(kfile))
+        doc = yamlio.load_kustomization(yamlio.read_text(path))
     except (OSError, yaml.YAMLError):
-        return []  # kustomize reports it, in its own words
-    entries = doc.get("configurations") if isinstance(doc, dict) else None
-    return [e for e in entries if isinstance(e, str) and e] if isinstance(entries, list) else []
+        return {}  # kustomize reports it, in its own words
+    return doc if isinstance(doc, dict) else {}
+
+
+def _strings_of(value: Any) -> list[str]:
+    return [e for e in value if isinstance(e, str) and e] if isinstance(value, list) else []
+
+
+def _configurations(kfile: Path) -> list[str]:
+    return _strings_of(_kustomization(kfile).get("configurations"))
 
 
 def vendor(layouts: list[AppLayout], tmp: Path) -> list[str]:

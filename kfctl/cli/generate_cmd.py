@@ -96,8 +96,8 @@ def generate(
     lines += result.vendor_fallbacks
     if result.translated:
         lines.append(
-            f"Left out, in {len(result.translated)} vendored file(s), field specs kustomize v3 ignored and kustomize "
-            "v5 refuses (each file's header says which): " + ", ".join(t.split(": ", 1)[0] for t in result.translated)
+            f"Rewrote {len(result.translated)} vendored file(s) so that kustomize v5 renders what kustomize v3 did "
+            "(each file's header says what): " + ", ".join(t.split(": ", 1)[0] for t in result.translated)
         )
     if result.remote_bases:
         lines.append(f"Vendored {result.remote_bases} remote base(s) into {result.app_dir / 'vendor' / 'remote'}")

@@ -16,7 +16,15 @@ built. v3 matched one only in an object with a field named by digits on that pat
 ``data: {"0": …}``), which v5 field specs cannot name at all: :func:`reaches` tells, for the caller to check
 the rendered objects and refuse rather than render otherwise than v3. An entry with ``create: true`` is left
 as it is: v3 created a field named by the number there, v5 cannot, and kustomize's own error names the entry
-if an object reaches it. Pure work on the text and objects it is given.
+if an object reaches it.
+
+Second, where vars are substituted: kustomize merges each kustomization's default varReference field specs
+and its configurations' (dropping a spec when one already there has its path and a kind the newcomer's
+selects), and v5's defaults have ten v3.2.0's lacked (every object's annotations among them). A $(VAR) that
+v3 left as written and v5 would substitute gets each ``$`` doubled: v5's expansion turns ``$$`` back into
+``$``, which gives the string v3 left (kubeflow/manifests v1.2's stacks/kubernetes: Ambassador annotations
+with ``$(namespace)``). A string v3 substituted and v5 would not is refused by the caller. Pure work on the
+text and objects it is given.
 """
 
 from __future__ import annotations
@@ -138,3 +146,164 @@ def _block_lines(text: str, lines: list[str], node: yaml.Node) -> tuple[int, int
         return None
     last = text[: node.end_mark.index].rstrip().count("\n")
     return first, last
+
+
+# Where kustomize substitutes $(VAR) by default: the varReference field specs of kustomize v3.2.0 (the v3 of
+# kfctl v1.2 and of kubeflow/manifests v1.2's tests; pkg/transformers/config/defaultconfig/varreference.go) and
+# the ten kustomize v5 added (api v0.19.0 internal/konfig/builtinpluginconsts/varreference.go; it removed none).
+_POD_SPECS = (
+    ("spec/template/spec", ("DaemonSet", "Deployment", "Job", "ReplicaSet", "StatefulSet")),
+    ("spec/jobTemplate/spec/template/spec", ("CronJob",)),
+    ("spec", ("Pod",)),
+)
+Spec = tuple[str, str, str, str]  # path, group, version, kind ("" selects any)
+V3_VAR_REFERENCES: tuple[Spec, ...] = (
+    *(
+        (f"{prefix}/{containers}/{field}", "", "", kind)
+        for prefix, kinds in _POD_SPECS
+        for kind in kinds
+        for containers in ("containers", "initContainers")
+        for field in ("args", "command", "env/value", "volumeMounts/mountPath")
+    ),
+    *(("spec/rules/host", "", "", "Ingress"), ("spec/tls/hosts", "", "", "Ingress")),
+    *(("spec/tls/secretName", "", "", "Ingress"), ("spec/ports/port", "", "", "Service")),
+    *(("spec/ports/targetPort", "", "", "Service"), ("metadata/labels", "", "", "")),
+)
+V5_VAR_REFERENCES: tuple[Spec, ...] = (
+    *V3_VAR_REFERENCES,
+    ("metadata/annotations", "", "", ""),
+    ("spec/template/metadata/annotations", "", "", "Deployment"),
+    ("spec/jobTemplate/spec/template/volumes/nfs/server", "", "", "CronJob"),
+    ("spec/nfs/server", "", "", "PersistentVolume"),
+    *(("spec/template/spec/volumes/nfs/server", "", "", k) for k in ("DaemonSet", "Deployment", "Job", "ReplicaSet")),
+    ("spec/volumeClaimTemplates/spec/nfs/server", "", "", "StatefulSet"),
+    ("spec/volumes/nfs/server", "", "", "Pod"),
+)
+ESCAPE_NOTE = (
+    "kfctl generate wrote $$ for $ in these values: kustomize v3 left them as written, kustomize v5 substitutes "
+    "vars there, and its expansion turns $$ back into $:"
+)
+
+
+def merged(defaults: tuple[Spec, ...], kustomizations: list[list[Spec]]) -> list[Spec]:
+    """The varReference field specs a build applies, as kustomize v3 and v5 both merge them: each
+    kustomization, bases before the one that names them, adds the defaults and then its configurations' specs;
+    a spec is dropped when one already there has its path and a group, version and kind the newcomer's select
+    (so ``metadata/annotations`` for any kind is lost after one for MutatingWebhookConfiguration: kustomize's
+    FieldSpec.effectivelyEquals)."""
+    out: list[Spec] = []
+    for own in kustomizations:
+        for spec in (*defaults, *own):
+            selects = (e for e in out if e[0] == spec[0])  # same path: dropped if the newcomer's gvk selects it
+            if not any(all(not x or x == y for x, y in zip(spec[1:], e[1:], strict=True)) for e in selects):
+                out.append(spec)
+    return out
+
+
+@dataclass(frozen=True)
+class Escaped:
+    line: int  # 1-based, in the file written
+    kind: str
+    name: str
+    field: str  # the field's path, dotted ("metadata.annotations.getambassador.io/config")
+
+    def describe(self) -> str:
+        return f"line {self.line}: {self.kind} {self.name} {self.field}"
+
+
+def var_references(text: str) -> list[Spec]:
+    """The varReference field specs of a transformer configuration, in order; [] if none or it does not parse."""
+    try:
+        doc = yamlio.safe_load(text)
+    except yaml.YAMLError:
+        return []
+    entries = doc.get("varReference") if isinstance(doc, dict) else None
+    return [
+        (str(e["path"]), str(e.get("group") or ""), str(e.get("version") or ""), str(e.get("kind") or ""))
+        for e in (entries if isinstance(entries, list) else [])
+        if isinstance(e, dict) and isinstance(e.get("path"), str)
+    ]
+
+
+def escape_v3_literals(
+    text: str, v3: list[Spec], v5: list[Spec]
+) -> tuple[str, tuple[Escaped, ...], tuple[Escaped, ...]]:
+    """``text`` (a file of objects: resources or patches of a build with vars) with ``$`` doubled in each string
+    the build's v5 field specs reach and its v3 ones do not, so that v5's expansion gives back the string v3
+    left; and the strings with a ``$`` that v3 reached and v5 does not (no rewrite makes v5 substitute there:
+    the caller refuses them). Without vars kustomize expands nothing, and a doubled ``$`` would stay."""
+    if "$" not in text:
+        return text, (), ()
+    try:
+        docs = yamlio.compose_all(text)
+    except yaml.YAMLError:
+        return text, (), ()
+    only_v5: dict[int, tuple[yaml.ScalarNode, str, str, str]] = {}
+    only_v3: dict[int, tuple[yaml.ScalarNode, str, str, str]] = {}
+    for doc in docs:
+        if isinstance(doc, yaml.MappingNode):
+            in_v3, in_v5 = _strings_reached(doc, v3), _strings_reached(doc, v5)
+            only_v5.update({i: hit for i, hit in in_v5.items() if i not in in_v3 and "$" in hit[0].value})
+            only_v3.update({i: hit for i, hit in in_v3.items() if i not in in_v5 and "$" in hit[0].value})
+    refused = tuple(Escaped(n.start_mark.line + 1, *rest) for n, *rest in (only_v3[i] for i in sorted(only_v3)))
+    if not only_v5:
+        return text, (), refused
+    out = text
+    for start in sorted(only_v5, reverse=True):
+        end = only_v5[start][0].end_mark.index
+        out = out[:start] + out[start:end].replace("$", "$$") + out[end:]
+    shift = 1 + len(only_v5)
+    escaped = tuple(Escaped(n.start_mark.line + 1 + shift, *rest) for n, *rest in (only_v5[i] for i in sorted(only_v5)))
+    header = [f"# {ESCAPE_NOTE}\n", *(f"#   {e.describe()}\n" for e in escaped)]
+    return "".join(header) + out, escaped, refused
+
+
+def _strings_reached(doc: yaml.MappingNode, specs: list[Spec]) -> dict[int, tuple[yaml.ScalarNode, str, str, str]]:
+    kind, name = _scalar(doc, "kind"), _scalar(_child(doc, "metadata"), "name")
+    api = _scalar(doc, "apiVersion")
+    group, version = api.rsplit("/", 1) if "/" in api else ("", api)
+    found: dict[int, tuple[yaml.ScalarNode, str, str, str]] = {}
+    for path, g, v, k in specs:
+        if (k and k != kind) or (g and g != group) or (v and v != version):
+            continue
+        for fields, node in _reached(doc, _segments(path)):
+            found.setdefault(node.start_mark.index, (node, kind, name, ".".join(fields)))
+    return found
+
+
+def _segments(path: str) -> list[str]:
+    return [s.replace("\\/", "/") for s in _SEGMENT.split(path)]
+
+
+def _child(node: yaml.Node | None, key: str) -> yaml.Node | None:
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            if isinstance(k, yaml.ScalarNode) and k.value == key and isinstance(v, yaml.Node):
+                return v
+    return None
+
+
+def _scalar(node: yaml.Node | None, key: str) -> str:
+    value = _child(node, key)
+    return value.value if isinstance(value, yaml.ScalarNode) else ""
+
+
+def _reached(node: yaml.Node, segments: list[str], fields: tuple[str, ...] = ()) -> list[tuple[list[str], Any]]:
+    """The string scalars kustomize's refvar filter visits for a field spec: field by field, every element of
+    a list on the way, and at the end the scalar, a list's scalars or a map's scalar values; with the field
+    names that lead to each (list positions left out, as field specs leave them)."""
+    if isinstance(node, yaml.SequenceNode):
+        return [hit for item in node.value for hit in _reached(item, segments, fields)]
+    if not segments:
+        if isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:str":
+            return [(list(fields), node)]
+        if isinstance(node, yaml.MappingNode):
+            return [
+                hit
+                for k, v in node.value
+                if isinstance(k, yaml.ScalarNode) and not isinstance(v, yaml.MappingNode)
+                for hit in _reached(v, [], (*fields, k.value))
+            ]
+        return []
+    child = _child(node, segments[0])
+    return [] if child is None else _reached(child, segments[1:], (*fields, segments[0]))
