@@ -163,6 +163,8 @@ def test_pull_error(tmp_path: Path, binaries: list[str], image: str, message: st
 def test_a_repository_with_any_release_built_is_kwoks_runtime_repository(tmp_path: Path) -> None:
     bin_dir = built(tmp_path, "kserve-manager-v0.14.1", "training-operator-v1.9.1")
     assert kwokstages.runnable_repositories(bin_dir) == [
+        "gcr.io/istio-release/proxyv2",  # the stand-ins' (runtime.STANDIN_IMAGES): always there with a runtime
+        "ghcr.io/dexidp/dex",
         "ghcr.io/kubeflow/training-v1/training-operator",  # its tag v1-5c0e763 is v1.9.1 as well
         "kserve/kserve-controller",
         "kubeflow/training-operator",
@@ -170,6 +172,37 @@ def test_a_repository_with_any_release_built_is_kwoks_runtime_repository(tmp_pat
     assert kwokstages.runnable_repositories(None) == []
     # so kwok leaves a pod of kserve v0.16.0 (not built here) not Ready too; the runtime reports ErrImagePull
     assert runtime.is_runtime_image("kserve/kserve-controller:v0.16.0", bin_dir)
+
+
+@pytest.mark.parametrize(
+    ("image", "module", "prefix"),
+    [
+        pytest.param(
+            "ghcr.io/dexidp/dex:v2.44.0", "kfctl_testbed.dex_standin", ["-m", "kfctl_testbed.dex_standin"], id="dex"
+        ),
+        pytest.param(
+            "gcr.io/istio-release/proxyv2:1.28.0",
+            "kfctl_testbed.istio_gateway",
+            ["-m", "kfctl_testbed.istio_gateway", "--kubeconfig", "/state/kubeconfig", "--"],
+            id="gateway-reads-the-cluster-as-istiod",
+        ),
+        pytest.param("ghcr.io/dexidp/dex:v2.45.0", None, [], id="other-release-is-no-stand-in"),
+        pytest.param("kserve/kserve-controller:v0.16.0", None, [], id="a-binary-image"),
+    ],
+)
+def test_stand_in_images_run_a_module_in_the_binarys_place(
+    tmp_path: Path, image: str, module: str | None, prefix: list[str]
+) -> None:
+    assert runtime.standin_module(image) == module
+    rt = runtime.Runtime(RecordingApi(), bin_dir=tmp_path, state_dir=tmp_path, kubeconfig="/state/kubeconfig")  # type: ignore[arg-type]
+    assert rt.standin_arguments(module) == prefix
+    if module is not None:  # a stand-in's release is never an image pull error
+        assert runtime.is_runtime_image(image, tmp_path)
+        assert runtime.pull_error(image, tmp_path) is None
+    elif image.startswith("ghcr.io/dexidp/dex"):
+        assert runtime.pull_error(image, tmp_path) == (
+            f"e2e runtime: no binary built for {image} (built: v2.41.1, v2.44.0); add it to e2e/build-binaries"
+        )
 
 
 def test_runnable_images_name_exactly_the_binaries_build_binaries_builds() -> None:
@@ -185,7 +218,10 @@ def test_runnable_images_name_exactly_the_binaries_build_binaries_builds() -> No
 
 
 class RecordingApi:
-    """What PodStatusWriter calls of kube_rest.Client: request() only."""
+    """What PodStatusWriter calls of kube_rest.Client: request() only (and the API server's port, which the
+    runtime's port-forward leaves out)."""
+
+    port = 6443
 
     def __init__(self) -> None:
         self.requests: list[tuple[str, str, Any]] = []
@@ -225,3 +261,26 @@ def test_a_container_without_a_binary_is_reported_as_a_kubelet_reports_an_image_
     conditions = {c["type"]: c for c in body["status"]["conditions"]}
     assert (conditions["Ready"]["status"], conditions["Ready"]["reason"]) == ("False", "ContainersNotReady")
     assert conditions["ContainersReady"]["message"] == "containers with unready status: [manager]"
+
+
+class NothingToRead:
+    def get(self, path: str, **_: Any) -> None:
+        return None
+
+    def list(self, path: str, **_: Any) -> list[JSON]:
+        return []
+
+
+@pytest.mark.parametrize(("lenient", "ready"), [(False, False), (True, True)])
+def test_a_missing_volume_source_holds_a_container_back_but_not_a_stand_in_that_reads_the_cluster(
+    tmp_path: Path, lenient: bool, ready: bool
+) -> None:
+    """istiod (not run here) publishes istio-ca-root-cert: a kubelet waits for it, the gateway stand-in needs none."""
+    rt = runtime.Runtime(RecordingApi(), bin_dir=tmp_path, state_dir=tmp_path, read=NothingToRead())  # type: ignore[arg-type]
+    pod: JSON = {
+        "metadata": {"namespace": "istio-system", "name": "gw"},
+        "spec": {"volumes": [{"name": "istiod-ca-cert", "configMap": {"name": "istio-ca-root-cert"}}]},
+    }
+    state = runtime.PodState(uid="u", root=tmp_path / "pod")
+    assert rt.write_volumes(pod, state, lenient=lenient) is ready
+    assert list((tmp_path / "pod" / "volumes" / "istiod-ca-cert").iterdir()) == []

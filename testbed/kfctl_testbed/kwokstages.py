@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from kfctl_testbed.runtime import RUNNABLE_IMAGES, built_releases
+from kfctl_testbed.runtime import RUNNABLE_IMAGES, STANDIN_IMAGES, built_releases
 
 STAGES_FILE = Path(__file__).resolve().parent / "kwok-pod-stages.yaml"
 PLACEHOLDER = "RUNTIME_POD"
@@ -27,10 +27,10 @@ TRAINING_SECONDS = 3
 
 
 def runnable_repositories(bin_dir: Path | None) -> list[str]:
-    """Image repositories of which the runtime has some release in `bin_dir` (none without a runtime)."""
+    """Image repositories of which the runtime has some release in `bin_dir`, or a stand-in (none without a runtime)."""
     if bin_dir is None:
         return []
-    return sorted(repo for repo in RUNNABLE_IMAGES if built_releases(repo, bin_dir))
+    return sorted(repo for repo in [*RUNNABLE_IMAGES, *STANDIN_IMAGES] if built_releases(repo, bin_dir))
 
 
 def runtime_pod_expression(repositories: list[str]) -> str:

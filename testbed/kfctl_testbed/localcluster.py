@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from kfctl_testbed import egress, kube_rest, kwokstages, pki
+from kfctl_testbed import egress, kube_rest, kwokstages, pki, podports
 from kfctl_testbed.gobuild import cachekeys
 from kfctl_testbed.gobuild import versions as gobuild_versions
 from kfctl_testbed.gobuild.recipes import Selection
@@ -533,12 +533,21 @@ def up_local(state_dir: Path, *, training_seconds: int = kwokstages.TRAINING_SEC
     kwok_config.write_text(
         kwokstages.kwok_config(kwokstages.runnable_repositories(runtime_bin_dir), training_seconds=training_seconds)
     )
+    # kubectl port-forward reaches the runtime's processes through kwok's PortForward objects (podports.py): their
+    # kind is served before kwok starts watching it.
+    with contextlib.closing(kube_rest.Client(kubeconfig)) as first:
+        try:
+            first.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", podports.CRD)
+        except kube_rest.ApiError as e:
+            if e.status != 409:  # a cluster started again keeps its CRD
+                raise
     kwok = spawn(
         state,
         "kwok",
         [
             str(bin_dir / "kwok"),
             f"--config={kwok_config}",
+            "--enable-crds=PortForward",
             f"--kubeconfig={kubeconfig}",
             "--manage-all-nodes=true",
             f"--cidr={POD_CIDR}",

@@ -70,7 +70,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kfctl_testbed import egress, firstuse, informer, kube_rest, podnet
+from kfctl_testbed import egress, firstuse, informer, kube_rest, podnet, podports
 from kfctl_testbed.kube_rest import JSON, ApiError
 from kfctl_testbed.netns import Relay
 from kfctl_testbed.podstatus import PodStatusWriter, Termination
@@ -135,6 +135,28 @@ RUNNABLE_IMAGES: dict[str, dict[str, str]] = {
         )
     },
 }
+
+# STAND-INs for servers that cannot be built here: image repository → {tag → the test bed module the runtime runs in
+# the binary's place, with the container's arguments, volumes and environment}. Each module's docstring says why its
+# server cannot be built and what of it it does. Their releases are always "built" (kwok leaves their pods to us).
+STANDIN_IMAGES: dict[str, dict[str, str]] = {
+    # Dex: its module github.com/dexidp/dex has no /v2 path, so the Go module proxy serves no v2 release.
+    "ghcr.io/dexidp/dex": {
+        "v2.44.0": "kfctl_testbed.dex_standin",  # Kubeflow manifests v1.11.0
+        "v2.41.1": "kfctl_testbed.dex_standin",  # v1.10.0
+    },
+    # Istio's gateways (Envoy, C++): the ingress gateway and Knative's cluster-local gateway.
+    "gcr.io/istio-release/proxyv2": {
+        "1.28.0": "kfctl_testbed.istio_gateway",  # Kubeflow manifests v1.11.0
+        "1.24.3": "kfctl_testbed.istio_gateway",  # v1.10.0
+    },
+}
+# Stand-ins that also play a controller reading the whole cluster (istiod, for the gateway): they get the runtime's
+# kubeconfig (`--kubeconfig <path> --` before the container's arguments), not the pod's ServiceAccount. Their
+# configuration is what they read there, not their volumes: a volume whose source does not exist is mounted empty
+# instead of holding the container back (the gateway's `istio-ca-root-cert`, which istiod publishes; istiod does
+# not run here).
+STANDINS_READING_THE_CLUSTER = frozenset({"kfctl_testbed.istio_gateway"})
 
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 POLL_SECONDS = 1.0
@@ -340,6 +362,12 @@ def binary_name(image: str) -> str | None:
     return RUNNABLE_IMAGES.get(repo, {}).get(tag or digest)
 
 
+def standin_module(image: str) -> str | None:
+    """The test bed module the runtime runs for a container of `image` (STANDIN_IMAGES), or None."""
+    repo, tag, digest = split_image(image)
+    return STANDIN_IMAGES.get(repo, {}).get(tag or digest)
+
+
 def binary_for(image: str, bin_dir: Path) -> Path | None:
     """The built binary the runtime runs for a container of `image`, or None."""
     name = binary_name(image)
@@ -351,7 +379,8 @@ def binary_for(image: str, bin_dir: Path) -> Path | None:
 
 def built_releases(repository: str, bin_dir: Path) -> list[str]:
     """The tags of `repository` whose binary is in `bin_dir` ("" for untagged)."""
-    return sorted(tag for tag, name in RUNNABLE_IMAGES.get(repository, {}).items() if (bin_dir / name).is_file())
+    built = [tag for tag, name in RUNNABLE_IMAGES.get(repository, {}).items() if (bin_dir / name).is_file()]
+    return sorted(built + list(STANDIN_IMAGES.get(repository, {})))
 
 
 def is_runtime_image(image: str, bin_dir: Path) -> bool:
@@ -363,7 +392,7 @@ def is_runtime_image(image: str, bin_dir: Path) -> bool:
 def pull_error(image: str, bin_dir: Path) -> str | None:
     """What the runtime reports (ErrImagePull) for a container of a runtime image whose release has no binary;
     None for an image it runs or one that is not the runtime's."""
-    if not is_runtime_image(image, bin_dir) or binary_for(image, bin_dir) is not None:
+    if not is_runtime_image(image, bin_dir) or binary_for(image, bin_dir) is not None or standin_module(image):
         return None
     built = ", ".join(tag or "untagged" for tag in built_releases(image_repository(image), bin_dir))
     return f"e2e runtime: no binary built for {image} (built: {built}); add it to e2e/build-binaries"
@@ -475,12 +504,21 @@ class PodState:
 
 class Runtime:
     def __init__(
-        self, api: kube_rest.Client, *, bin_dir: Path, state_dir: Path, read: informer.Reader | None = None
+        self,
+        api: kube_rest.Client,
+        *,
+        bin_dir: Path,
+        state_dir: Path,
+        read: informer.Reader | None = None,
+        kubeconfig: str | None = None,
     ) -> None:
         self.api = api  # writes: pod status, token requests
         self.read = read or api  # main() gives it a Cache of READ_COLLECTIONS, as the kubelet watches them
         self.bin_dir = bin_dir
         self.state_dir = state_dir
+        self.kubeconfig = kubeconfig  # for the stand-ins of STANDINS_READING_THE_CLUSTER
+        # kubectl port-forward to what the pods' processes listen on (kwok's PortForward objects, podports.py)
+        self.ports = podports.PodPorts(api, skip={api.port})
         self.pods: dict[str, PodState] = {}  # "<ns>/<name>" → state
         self.status = PodStatusWriter(api)  # the pods' readiness and container states (podstatus.py)
         # Where a pod's connection to a cluster IP or pod IP leads (podnet.py): egress.route over the cache.
@@ -525,7 +563,8 @@ class Runtime:
             state = PodState(uid=pod["metadata"]["uid"], root=self.state_dir / "pods" / f"{ns}_{name}")
             state.root.mkdir(parents=True, exist_ok=True)
             self.pods[ref] = state
-        mounts_ready = self.write_volumes(pod, state)
+        lenient = any(standin_module(c["image"]) in STANDINS_READING_THE_CLUSTER for c in pod["spec"]["containers"])
+        mounts_ready = self.write_volumes(pod, state, lenient=lenient)
         if not mounts_ready:
             return  # a required Secret/ConfigMap is missing: the kubelet waits too
         processes: dict[str, Process] = {}  # container → its process; the others are simulated ...
@@ -533,6 +572,9 @@ class Runtime:
         pulling: dict[str, str] = {}  # ... or waiting for its release's first-use build
         for container in pod["spec"]["containers"]:
             binary = binary_for(container["image"], self.bin_dir)
+            module = standin_module(container["image"]) if binary is None else None
+            if module is not None:
+                binary = Path(sys.executable)  # `python -m <module>`: the stand-in in the binary's place
             if binary is None and is_runtime_image(container["image"], self.bin_dir):
                 built = self.first_use(container["image"])
                 if isinstance(built, firstuse.Pending):
@@ -552,13 +594,14 @@ class Runtime:
             key = f"{ns}_{name}_{container['name']}"
             process = state.processes.get(key)
             if process is None:
-                process = self.prepare(pod, container, binary, state)
+                process = self.prepare(pod, container, binary, state, prefix=self.standin_arguments(module))
                 if process is None:
                     continue
                 state.processes[key] = process
             self.supervise(process)
             processes[container["name"]] = process
         self.status.sync(pod, processes, pull_errors=pull_errors, pulling=pulling)
+        self.ports.sync(pod, {name: _live_pid(p) for name, p in processes.items()})
 
     def first_use(self, image: str) -> Path | firstuse.Pending | firstuse.Failed | None:
         """The binary of a release built on first use, or where its build stands; None when the image names no
@@ -621,6 +664,7 @@ class Runtime:
         return relay
 
     def stop_pod(self, ref: str) -> None:
+        self.ports.forget(ref)
         state = self.pods.pop(ref)
         self.status.forget(state.uid)
         for p in state.processes.values():
@@ -641,18 +685,29 @@ class Runtime:
                     p.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
             stop_process(p, grace=0.0)  # kills what is left, closes the relay
         self.pods.clear()
+        self.ports.close()
         self.status.close()
 
     # --- one container -------------------------------------------------------------------------------
 
-    def prepare(self, pod: JSON, container: JSON, binary: Path, state: PodState) -> Process | None:
+    def standin_arguments(self, module: str | None) -> list[str]:
+        """What goes before the container's arguments when a stand-in module runs in the binary's place."""
+        if module is None:
+            return []
+        if module in STANDINS_READING_THE_CLUSTER and self.kubeconfig:
+            return ["-m", module, "--kubeconfig", self.kubeconfig, "--"]
+        return ["-m", module]
+
+    def prepare(
+        self, pod: JSON, container: JSON, binary: Path, state: PodState, *, prefix: list[str] | None = None
+    ) -> Process | None:
         meta = pod["metadata"]
         ns, name = meta["namespace"], meta["name"]
         env = self.container_env(pod, container)
         command = [expand(a, env) for a in container.get("command") or []]
         args = [expand(a, env) for a in container.get("args") or []]
         # The binary is the image's entrypoint: it replaces command[0] (or the image's own ENTRYPOINT).
-        arguments = [*command[1:], *args]
+        arguments = [*(prefix or []), *command[1:], *args]
 
         mounts: list[Mount] = []
         volumes = {v["name"]: v for v in pod["spec"].get("volumes") or []}
@@ -767,8 +822,9 @@ class Runtime:
 
     # --- volumes -------------------------------------------------------------------------------------
 
-    def write_volumes(self, pod: JSON, state: PodState) -> bool:
-        """Materialise (and refresh) the pod's volumes; False when a required source is missing."""
+    def write_volumes(self, pod: JSON, state: PodState, *, lenient: bool = False) -> bool:
+        """Materialise (and refresh) the pod's volumes; False when a required source is missing (`lenient`: it is
+        left empty instead)."""
         ns = pod["metadata"]["namespace"]
         for volume in pod["spec"].get("volumes") or []:
             directory = state.root / "volumes" / volume["name"]
@@ -789,6 +845,8 @@ class Runtime:
             else:
                 log.warning("pod %s/%s: volume %s: type not supported", ns, pod["metadata"]["name"], volume["name"])
                 continue
+            if files is None and lenient:
+                files = {}  # a stand-in that does not read it (STANDINS_READING_THE_CLUSTER)
             if files is None:
                 log.info("pod %s/%s: volume %s: waiting for its source", ns, pod["metadata"]["name"], volume["name"])
                 return False
@@ -889,6 +947,18 @@ def sync_dir(directory: Path, files: dict[str, bytes]) -> None:
             existing.unlink()
 
 
+def _live_pid(p: Process) -> Callable[[], int | None]:
+    """A getter of the pid of `p`'s live process once it is in its own network namespace, else None."""
+
+    def pid() -> int | None:
+        proc = p.proc
+        if proc is None or proc.returncode is not None or not egress.in_own_netns(proc.pid):
+            return None
+        return proc.pid
+
+    return pid
+
+
 def close_network(p: Process) -> None:
     """The API server's relay, the Service proxy and the DNS server of a process that stopped."""
     if p.relay:
@@ -932,6 +1002,7 @@ def main(argv: list[str] | None = None) -> int:
         state_dir=args.state_dir,
         # a client of its own: the LISTs of Secrets and ConfigMaps do not hold up the pods' status writes
         read=informer.Cache(kube_rest.Client(args.kubeconfig), READ_COLLECTIONS).start(),
+        kubeconfig=str(Path(args.kubeconfig).resolve()),
     )
     stopping = False
 
