@@ -461,7 +461,7 @@ def resource_value(pod: JSON, container: JSON, ref: JSON) -> str:
         # Unset limits default to the node's allocatable; any large number serves a test.
         return "32" if resource == "cpu" else str(256 * 2**30)
     number = _quantity(str(value))
-    divisor = _quantity(str(ref.get("divisor") or "1"))
+    divisor = _quantity(str(ref.get("divisor") or "1")) or 1.0  # the API server defaults it to "0": the kubelet's 1
     return str(int(-(-number // divisor)))
 
 

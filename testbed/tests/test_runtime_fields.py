@@ -73,6 +73,9 @@ def test_an_unsupported_field_is_an_error() -> None:
     ("container", "ref", "value"),
     [
         pytest.param("main", {"resource": "limits.cpu"}, "2", id="cpu-rounded-up-to-cores"),
+        pytest.param(
+            "main", {"resource": "limits.cpu", "divisor": "0"}, "2", id="divisor-0-as-the-api-server-stores-it"
+        ),
         pytest.param("main", {"resource": "limits.cpu", "divisor": "1m"}, "1500", id="cpu-in-millicores"),
         pytest.param("main", {"resource": "requests.cpu", "divisor": "100m"}, "3", id="request-rounded-up"),
         pytest.param("main", {"resource": "limits.memory"}, str(2**30), id="memory-in-bytes"),
