@@ -1,0 +1,205 @@
+"""The login path of upstream Kubeflow v1.11.0 as kfctl installs it, with plain HTTP requests through
+`kubectl port-forward` to the ingress gateway: the lines of upstream's example/kustomization.yaml a login needs
+(Istio, oauth2-proxy, Dex, the kubeflow gateway, the central dashboard, profiles and KFAM, the user's Profile),
+scaffolded by `kfctl init --upstream`.
+
+STAND-INS (they say so in their logs, printed below): Istio's ingress gateway (kfctl_testbed.istio_gateway: Envoy
+cannot be built here) and Dex (kfctl_testbed.dex_standin: the Go module proxy serves no Dex v2 release), run by the
+process runtime for their pods with the installed objects as their configuration. The oracles: the pods' readiness
+from their own probes (the API server), the installed Secrets (the client and the password hash kfctl applied), and
+what the gateway answers, request by request.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import re
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+from apply_support import REPO, kfctl, kubectl
+from full_platform_support import served
+from harness import Cluster, poll
+from kfctl_testbed import jws, upstream_mirror
+from kfctl_testbed.dex_standin import bcrypt_matches
+
+pytestmark = pytest.mark.e2e
+
+NAME = "login"
+# The lines of upstream's example/kustomization.yaml the login path needs (kfdef.yaml keeps only these).
+LOGIN_PATH = (
+    "common/istio/istio-crds/base",
+    "common/istio/istio-namespace/base",
+    "common/istio/istio-install/overlays/oauth2-proxy",
+    "common/oauth2-proxy/overlays/m2m-dex-only",
+    "common/dex/overlays/oauth2-proxy",
+    "common/kubeflow-namespace/base",
+    "common/kubeflow-roles/base",
+    "common/istio/kubeflow-istio-resources/base",
+    "applications/centraldashboard/overlays/oauth2-proxy",
+    "applications/profiles/pss",  # KFAM, which the dashboard asks for the user's namespaces
+    "common/user-namespace/base",  # the Profile of user@example.com
+)
+USER = "user@example.com"  # Dex's static user in upstream's config
+STANDIN_SERVER = "istio-envoy-standin"
+
+
+@dataclass
+class Installed:
+    kubeconfig: str
+    state_dir: Path | None
+    app: Path
+
+
+@pytest.fixture(scope="module")
+def platform(
+    module_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory, release_mirror: upstream_mirror.Mirror
+) -> Installed:
+    kubeconfig = module_cluster.kubeconfig
+    app = tmp_path_factory.mktemp("login") / NAME
+    with served(release_mirror) as flags:
+        init = kfctl("init", str(app), "--upstream", "v1.11.0", *flags, kubeconfig=kubeconfig)
+        assert init.code == 0, init.explain()
+        kfdef_path = app / "kfdef.yaml"
+        kfdef = yaml.safe_load(kfdef_path.read_text())
+        apps = kfdef["spec"]["applications"]
+        kfdef["spec"]["applications"] = [a for a in apps if a["kustomizeConfig"]["repoRef"]["path"] in LOGIN_PATH]
+        assert len(kfdef["spec"]["applications"]) == len(LOGIN_PATH), [a["name"] for a in apps]
+        kfdef_path.write_text(yaml.safe_dump(kfdef, sort_keys=False))
+        generated = kfctl("generate", str(app), kubeconfig=kubeconfig)
+        assert generated.code == 0, generated.explain()
+    run = kfctl("apply", str(app), "--wait-timeout", "5m", kubeconfig=kubeconfig, timeout=900)
+    assert run.code == 0, run.explain()
+    return Installed(kubeconfig, module_cluster.state_dir, app)
+
+
+def pod_of(platform: Installed, namespace: str, selector: str) -> str:
+    names = kubectl(platform.kubeconfig, "get", "pods", "-n", namespace, "-l", selector, "-o", "name").split()
+    assert len(names) == 1, names
+    return names[0].split("/", 1)[1]
+
+
+def container_log(platform: Installed, namespace: str, pod: str, container: str) -> str:
+    logs = subprocess.run(
+        [
+            str(REPO / "e2e" / "cluster"),
+            "--state-dir",
+            str(platform.state_dir),
+            "logs",
+            f"{namespace}/{pod}",
+            "-c",
+            container,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert logs.returncode == 0, logs.stderr
+    return logs.stdout
+
+
+@pytest.fixture(scope="module")
+def gateway(platform: Installed) -> Iterator[str]:
+    """127.0.0.1:<port> forwarded to the ingress gateway's Service port 80, as `kubectl port-forward` does it."""
+    proc = subprocess.Popen(
+        [
+            "kubectl",
+            "--kubeconfig",
+            platform.kubeconfig,
+            "port-forward",
+            "-n",
+            "istio-system",
+            "svc/istio-ingressgateway",
+            ":80",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # "Forwarding from 127.0.0.1:<port> -> 8080"
+        match = re.search(r"127\.0\.0\.1:(\d+) -> (\d+)", line)
+        assert match, f"kubectl port-forward: {line!r} {proc.stderr.read() if proc.poll() is not None else ''}"
+        assert match.group(2) == "8080"  # the Service's targetPort for port 80
+        yield f"127.0.0.1:{match.group(1)}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@dataclass
+class Answer:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+    cookies: dict[str, str]  # what its Set-Cookie headers set
+
+    def text(self) -> str:
+        return self.body.decode(errors="replace")
+
+
+def call(address: str, method: str, target: str, headers: dict[str, str] | None = None, body: bytes = b"") -> Answer:
+    """One request as a browser's or curl's (no redirect followed), Host as the forwarded address."""
+    host, port = address.rsplit(":", 1)
+    connection = http.client.HTTPConnection(host, int(port), timeout=30)
+    try:
+        connection.request(method, target, body=body or None, headers={"Host": f"localhost:{port}", **(headers or {})})
+        response = connection.getresponse()
+        pairs = response.getheaders()
+        cookies = dict(
+            v.split(";", 1)[0].strip().split("=", 1) for k, v in pairs if k.lower() == "set-cookie" and "=" in v
+        )
+        return Answer(response.status, {k.lower(): v for k, v in pairs}, response.read(), cookies)
+    finally:
+        connection.close()
+
+
+def secret(platform: Installed, namespace: str, name: str) -> dict[str, str]:
+    data = json.loads(kubectl(platform.kubeconfig, "get", "secret", name, "-n", namespace, "-o", "json"))["data"]
+    return {k: base64.b64decode(v).decode() for k, v in data.items()}
+
+
+def login_password(platform: Installed) -> str:
+    """The password kfctl drew for this install (auth/kfctl-login), checked against the hash Dex was given."""
+    login = secret(platform, "auth", "kfctl-login")
+    assert login["username"] == USER
+    installed_hash = secret(platform, "auth", "dex-passwords")["DEX_USER_PASSWORD"]
+    assert bcrypt_matches(login["password"], installed_hash), "auth/dex-passwords does not hash auth/kfctl-login"
+    return login["password"]
+
+
+def test_the_gateway_and_dex_pods_are_the_stand_ins_ready_from_their_own_probes(platform: Installed) -> None:
+    for namespace, selector, container in (
+        ("istio-system", "app=istio-ingressgateway", "istio-proxy"),
+        ("auth", "app=dex", "dex"),
+    ):
+        pod = pod_of(platform, namespace, selector)
+
+        def ready(namespace: str = namespace, pod: str = pod) -> bool:
+            obj = json.loads(kubectl(platform.kubeconfig, "get", "pod", pod, "-n", namespace, "-o", "json"))
+            return any(c["type"] == "Ready" and c["status"] == "True" for c in obj["status"].get("conditions", []))
+
+        poll(ready, timeout=120, what=f"pod {namespace}/{pod} Ready from its probe")
+        log = container_log(platform, namespace, pod, container)
+        [standin] = [line for line in log.splitlines() if "STAND-IN for" in line]
+        print(f"\n{namespace}/{pod}: {standin.split(' ', 3)[-1]}")
+    login_password(platform)  # Dex was given the hash of the password kfctl drew for this install
+
+
+def test_port_forward_reaches_the_gateway_which_verifies_tokens_by_the_installed_request_authentication(
+    gateway: str,
+) -> None:
+    malformed = call(gateway, "GET", "/", {"Authorization": "Bearer not-a-jwt"})
+    assert (malformed.status, malformed.headers.get("server")) == (401, STANDIN_SERVER)
+    assert malformed.text() == "Jwt is not in the form of Header.Payload.Signature"
+    stranger = jws.SigningKey.generate().sign({"iss": "https://elsewhere.example", "sub": "x", "exp": 4102444800})
+    foreign = call(gateway, "GET", "/", {"Authorization": f"Bearer {stranger}"})
+    assert (foreign.status, foreign.text()) == (401, "Jwt issuer is not configured")
