@@ -20,6 +20,7 @@ import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 import yaml
@@ -203,3 +204,64 @@ def test_port_forward_reaches_the_gateway_which_verifies_tokens_by_the_installed
     stranger = jws.SigningKey.generate().sign({"iss": "https://elsewhere.example", "sub": "x", "exp": 4102444800})
     foreign = call(gateway, "GET", "/", {"Authorization": f"Bearer {stranger}"})
     assert (foreign.status, foreign.text()) == (401, "Jwt issuer is not configured")
+
+
+def test_a_login_at_dex_through_the_gateway_gives_a_token_the_gateway_verifies_and_routes_to_the_dashboard(
+    platform: Installed, gateway: str
+) -> None:
+    client = secret(platform, "auth", "dex-oidc-client")
+    password = login_password(platform)
+    query = {
+        "client_id": client["OIDC_CLIENT_ID"],
+        "redirect_uri": "/oauth2/callback",
+        "response_type": "code",
+        "scope": "openid email profile groups",
+        "state": "e2e",
+    }
+    # /dex/ paths skip oauth2-proxy and the JWT requirement (the installed AuthorizationPolicies' notPaths)
+    start = poll(
+        lambda: (a := call(gateway, "GET", "/dex/auth?" + urlencode(query))).status == 302 and a,
+        timeout=60,
+        what="Dex's authorization endpoint through the gateway",
+    )
+    form_url = start.headers["location"]
+    assert call(gateway, "GET", form_url).status == 200
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    wrong = call(gateway, "POST", form_url, form, urlencode({"login": USER, "password": "not it"}).encode())
+    assert (wrong.status, "Invalid Email Address and password." in wrong.text()) == (200, True)
+    right = call(gateway, "POST", form_url, form, urlencode({"login": USER, "password": password}).encode())
+    assert right.status == 303, right.text()
+    approved = call(gateway, "GET", right.headers["location"])
+    callback = urlsplit(approved.headers["location"])
+    assert (approved.status, callback.path, parse_qs(callback.query)["state"]) == (303, "/oauth2/callback", ["e2e"])
+    basic = base64.b64encode(f"{client['OIDC_CLIENT_ID']}:{client['OIDC_CLIENT_SECRET']}".encode()).decode()
+    token_form = {
+        "grant_type": "authorization_code",
+        "code": parse_qs(callback.query)["code"][0],
+        "redirect_uri": "/oauth2/callback",
+    }
+    tokens = call(
+        gateway, "POST", "/dex/token", {**form, "Authorization": f"Basic {basic}"}, urlencode(token_form).encode()
+    )
+    assert tokens.status == 200, tokens.text()
+    id_token = json.loads(tokens.body)["id_token"]
+    # A Bearer request skips oauth2-proxy (the CUSTOM policy's `when`), passes the JWT requirement once the
+    # gateway verified the token with Dex's keys, and goes to the dashboard with kubeflow-userid from `email`.
+    answer = call(gateway, "GET", "/api/workgroup/env-info", {"Authorization": f"Bearer {id_token}"})
+    print(f"\nGET /api/workgroup/env-info as {USER}: {answer.status} {answer.text()[:200]}")
+    if answer.status == 200:  # a dashboard process answered: it read the user from kubeflow-userid
+        assert json.loads(answer.body)["user"] == USER
+    else:  # kwok plays the dashboard's pod: no process behind its Service, the gateway says so (Envoy's 503)
+        assert (answer.status, answer.text(), answer.headers.get("server")) == (
+            503,
+            "no healthy upstream",
+            STANDIN_SERVER,
+        )
+    log = container_log(
+        platform, "istio-system", pod_of(platform, "istio-system", "app=istio-ingressgateway"), "istio-proxy"
+    )
+    routed = [line for line in log.splitlines() if "GET /api/workgroup/env-info" in line]
+    assert (
+        "VirtualService kubeflow/centraldashboard http[0] → centraldashboard.kubeflow.svc.cluster.local:80"
+        in routed[-1]
+    ), routed
