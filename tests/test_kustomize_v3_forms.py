@@ -261,6 +261,48 @@ def test_a_var_v3_left_as_written_is_escaped_from_v5(tmp_path: Path, row: Escape
     assert service["metadata"]["annotations"]["getambassador.io/config"] == row.annotation
 
 
+@pytest.mark.parametrize(
+    ("platform", "annotation", "translated"),
+    [
+        (
+            None,
+            "service: web.$(NS)",
+            (
+                "vendor/repos/manifests/pkg/service.yaml: line 8: Service web "
+                "metadata.annotations.getambassador.io/config",
+            ),
+        ),
+        ("generic", "service: web.team-a", ()),
+    ],
+    ids=["kfctl v1's KfDef (no spec.platform): as v3", "today's KfDef: as v5"],
+)
+def test_only_a_kfctl_v1_kfdef_keeps_what_v3_left_as_written(
+    tmp_path: Path, real_catalog: Catalog, platform: str | None, annotation: str, translated: tuple[str, ...]
+) -> None:
+    kustomization = KUSTOMIZATION.replace("deployment.yaml, settings.yaml]", "service.yaml, settings.yaml]")
+    write_tree(
+        tmp_path / "repo",
+        {
+            "pkg/kustomization.yaml": kustomization.replace("configurations: [params.yaml]\n", ""),
+            "pkg/service.yaml": SERVICE,
+            "pkg/settings.yaml": SETTINGS,
+        },
+    )
+    app = {"name": "pkg", "kustomizeConfig": {"repoRef": {"name": "manifests", "path": "pkg"}}}
+    doc = yaml.safe_load(kfdef(app, metadata={"name": "kf"}, repo=f"file://{tmp_path / 'repo'}"))
+    if platform:
+        doc["spec"]["platform"] = platform
+    path = tmp_path / "kf" / "kfdef.yaml"
+    path.parent.mkdir()
+    path.write_text(yaml.safe_dump(doc))
+    result = generate(load_kfdef(path, real_catalog), real_catalog)
+    service = next(o for o in _load_all((path.parent / "rendered" / "pkg.yaml").read_text()) if o["kind"] == "Service")
+    assert (service["metadata"]["annotations"]["getambassador.io/config"], result.translated) == (
+        annotation,
+        translated,
+    )
+
+
 def test_v3_and_v5_merge_field_specs_alike_from_other_defaults() -> None:
     """kustomize keeps the first of two specs for a path when the second's kind selects the first's."""
     webhook = ("metadata/annotations", "", "", "MutatingWebhookConfiguration")

@@ -282,7 +282,9 @@ def _render_all(
     fallbacks = vendor(layouts, tmp)
     apply_rewrites(rewrites, tmp)
     translated = translate_v3_forms(layouts, tmp)
-    escaped = escape_v3_literals_in(layouts, tmp)  # after: the configurations it reads are v5's by then
+    # After the line above: the configurations it reads are v5's by then. Only for kfctl v1's KfDefs: a tree
+    # written for kustomize v5 means what v5 makes of its vars.
+    escaped = escape_v3_literals_in(layouts, tmp) if kfdef.legacy else []
     for layout in layouts:
         _write_files(layout, tmp)
 

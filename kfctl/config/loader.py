@@ -309,6 +309,7 @@ class _Validator:
             platform_parameters=platform_params,
             mirrors=tuple(mirrors),
             notes=tuple(self.notes),
+            legacy="platform" not in spec,
         )
 
     def unnamed(self, meta: Mapping[str, Any]) -> bool:

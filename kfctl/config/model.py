@@ -85,6 +85,9 @@ class KfDef:
     mirrors: tuple[Mirror, ...] = ()
     # What loading assumed for a person to know (a KfDef of kfctl v1 without a name is named after its directory).
     notes: tuple[str, ...] = ()
+    # No spec.platform: a KfDef of kfctl v1 (today's kfctl writes one), whose repo trees were written for
+    # kustomize v3; generate renders them as v3 did where v5 would substitute vars otherwise.
+    legacy: bool = False
 
     @property
     def app_dir(self) -> Path:

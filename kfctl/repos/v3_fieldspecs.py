@@ -18,13 +18,13 @@ the rendered objects and refuse rather than render otherwise than v3. An entry w
 as it is: v3 created a field named by the number there, v5 cannot, and kustomize's own error names the entry
 if an object reaches it.
 
-Second, where vars are substituted: kustomize merges each kustomization's default varReference field specs
-and its configurations' (dropping a spec when one already there has its path and a kind the newcomer's
-selects), and v5's defaults have ten v3.2.0's lacked (every object's annotations among them). A $(VAR) that
-v3 left as written and v5 would substitute gets each ``$`` doubled: v5's expansion turns ``$$`` back into
-``$``, which gives the string v3 left (kubeflow/manifests v1.2's stacks/kubernetes: Ambassador annotations
-with ``$(namespace)``). A string v3 substituted and v5 would not is refused by the caller. Pure work on the
-text and objects it is given.
+Second, for a KfDef of kfctl v1 (its trees were written for v3), where vars are substituted: kustomize
+merges each kustomization's default varReference field specs and its configurations' (dropping a spec when
+one already there has its path and a kind the newcomer's selects), and v5's defaults have ten v3.2.0's
+lacked (every object's annotations among them). A $(VAR) that v3 left as written and v5 would substitute
+gets each ``$`` doubled: v5's expansion turns ``$$`` back into ``$``, which gives the string v3 left
+(kubeflow/manifests v1.2's stacks/kubernetes: Ambassador annotations with ``$(namespace)``). A string v3
+substituted and v5 would not is refused by the caller. Pure work on the text and objects it is given.
 """
 
 from __future__ import annotations
