@@ -4,7 +4,8 @@
 #   make test   set up, then ruff, mypy --strict and pytest (unit, component and end-to-end tests)
 # Everything is installed by the project itself: a virtualenv with kfctl and its dev tools, kustomize if the
 # machine has neither `kustomize` nor `kubectl kustomize`, the local control plane's binaries, the Kubeflow
-# operators that testbed/kfctl_testbed/runtime.py runs on its fake nodes and Flux's controllers (e2e/test_gitops_flux.py).
+# operators that testbed/kfctl_testbed/runtime.py runs on its fake nodes, the web UIs it runs for the full platform (built
+# with the system's Node.js and npm) and Flux's controllers (e2e/test_gitops_flux.py).
 
 PYTHON ?= python3
 VENV   := .venv
@@ -23,8 +24,9 @@ $(BIN)/.installed: pyproject.toml setup.py testbed/pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]' -e ./testbed
 	touch $@
 
+# --webapps: the Kubeflow web UIs (dashboard, Jupyter/volumes/TensorBoards web apps) with npm and pip; see e2e/README.md.
 tools:
-	e2e/build-binaries --operators --flux
+	e2e/build-binaries --operators --flux --webapps
 
 # An editable install compiles nothing, and with PYTHONDONTWRITEBYTECODE set (CI images often set it) Python never
 # writes bytecode either: every kfctl command would compile its 157 modules again, 0.2-0.4 s of each start-up.

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from kfctl_testbed import kwokstages, runtime
-from kfctl_testbed.gobuild import recipes
+from kfctl_testbed.gobuild import recipes, webapps
 from kfctl_testbed.gobuild.versions import Versions
 from kfctl_testbed.kube_rest import JSON
 from kfctl_testbed.podstatus import PodStatusWriter
@@ -209,9 +209,12 @@ def test_runnable_images_name_exactly_the_binaries_build_binaries_builds() -> No
     """The recipe table (kfctl_testbed.gobuild.recipes, what `e2e/build-binaries --operators` builds) makes <binary> for
     each *_VERSION and <binary>-<v> for each *_OTHER_VERSIONS, and kubeflow/kubeflow's components as
     <binary>-<KUBEFLOW_COMPONENTS_VERSION>, the Spark operator as spark-operator-<SPARK_OPERATOR_VERSION>, Knative
-    Serving's controller, webhook and autoscaler as knative-serving-<command>-<KNATIVE_SERVING_VERSION>: the runtime
-    names exactly those, no binary it cannot find and none built for nothing."""
-    built = recipes.operator_binaries(Versions.load())
+    Serving's controller, webhook and autoscaler as knative-serving-<command>-<KNATIVE_SERVING_VERSION>, oauth2-proxy
+    as oauth2-proxy-<OAUTH2_PROXY_VERSION>, and `--webapps` puts the web UIs' launchers
+    <app>-<KUBEFLOW_COMPONENTS_VERSION> beside them: the runtime names exactly those, no binary it cannot find and
+    none built for nothing."""
+    versions = Versions.load()
+    built = recipes.operator_binaries(versions) | webapps.launcher_names(versions.get("KUBEFLOW_COMPONENTS_VERSION"))
     named = {name for releases in runtime.RUNNABLE_IMAGES.values() for name in releases.values()}
     assert named == built
     assert {"training-operator-v1.9.1", "kfam-v1.10.0", "knative-serving-autoscaler-v0.43.1"} <= built

@@ -110,12 +110,29 @@ class Client:
         accept: str = "application/json",
         query: Mapping[str, str] | None = None,
     ) -> JSON:
-        url = self.base + path + (("?" + urllib.parse.urlencode(query)) if query else "")
-        headers = {"Accept": accept}
         payload = None
+        headers = {"Accept": accept}
         if body is not None:
             payload = json.dumps(body).encode()
             headers["Content-Type"] = content_type
+        status, data = self.send(method, path, payload, headers=headers, query=query)
+        if status >= 400:
+            raise ApiError(method, path, status, data.decode(errors="replace"))
+        return json.loads(data) if data else {}
+
+    def send(
+        self,
+        method: str,
+        path: str,
+        payload: bytes | None = None,
+        *,
+        headers: Mapping[str, str] | None = None,
+        query: Mapping[str, str] | None = None,
+    ) -> tuple[int, bytes]:
+        """One request as it is (status and body, an error status too), e.g. through a Service's `proxy`
+        subresource to what a pod serves, with the headers given (the credentials are the kubeconfig's)."""
+        url = self.base + path + (("?" + urllib.parse.urlencode(query)) if query else "")
+        headers = dict(headers or {})
         if self._token:
             headers["Authorization"] = f"Bearer {self._token}"
         with self._lock:
@@ -136,9 +153,7 @@ class Client:
                     continue
                 self._conn = conn
                 break
-        if response.status >= 400:
-            raise ApiError(method, path, response.status, data.decode(errors="replace"))
-        return json.loads(data) if data else {}
+        return response.status, data
 
     def watch(self, path: str, *, timeout_seconds: int = 300, resource_version: str | None = None) -> Iterator[JSON]:
         """The events of a watch on the collection at ``path``, until the server ends it after

@@ -113,6 +113,22 @@ RUNNABLE_IMAGES: dict[str, dict[str, str]] = {
     "ghcr.io/kubeflow/kubeflow/kfam": {"v1.10.0": "kfam-v1.10.0"},
     "ghcr.io/kubeflow/kubeflow/notebook-controller": {"v1.10.0": "notebook-controller-v1.10.0"},
     "ghcr.io/kubeflow/kubeflow/poddefaults-webhook": {"v1.10.0": "poddefaults-webhook-v1.10.0"},
+    # kubeflow/kubeflow's web UIs from the same source, built by `e2e/build-binaries --webapps` (gobuild/webapps.py):
+    # each name is a launcher that becomes the image's entrypoint (node dist/server.js; gunicorn ... entrypoint:app).
+    "ghcr.io/kubeflow/kubeflow/central-dashboard": {"v1.10.0": "centraldashboard-v1.10.0"},
+    "ghcr.io/kubeflow/kubeflow/jupyter-web-app": {"v1.10.0": "jupyter-web-app-v1.10.0"},
+    "ghcr.io/kubeflow/kubeflow/volumes-web-app": {"v1.10.0": "volumes-web-app-v1.10.0"},
+    "ghcr.io/kubeflow/kubeflow/tensorboards-web-app": {"v1.10.0": "tensorboards-web-app-v1.10.0"},
+    # STAND-IN: oauth2-proxy v7.13.0 (Kubeflow manifests v1.11.0) and v7.14.3 (26.03) cannot be built here: the Go
+    # module proxy refuses them ("v7.13.0.info: 403 Forbidden ... This module version is not available"); v7.7.1
+    # (v1.10.0) is served but unknown to the checksum database and not built. We run v7.15.6 for each (v1.10.0 and
+    # v1.11.0 pass the same flags and config file, all still v7.15.6's); the tests that reach it name it.
+    "quay.io/oauth2-proxy/oauth2-proxy": {
+        "v7.15.6": "oauth2-proxy-v7.15.6",
+        "v7.14.3": "oauth2-proxy-v7.15.6",
+        "v7.13.0": "oauth2-proxy-v7.15.6",
+        "v7.7.1": "oauth2-proxy-v7.15.6",
+    },
     # The Spark operator (controller and webhook are one binary's subcommands), Kubeflow manifests v1.11.0.
     "ghcr.io/kubeflow/spark-operator/controller": {"2.4.0": "spark-operator-v2.4.0"},
     # STAND-IN: 2.1.0 (Kubeflow manifests v1.10.0) cannot be built here: the Go module proxy refuses every

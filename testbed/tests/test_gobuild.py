@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 from kfctl_testbed import localcluster, runtime
-from kfctl_testbed.gobuild import cachekeys, cli, pins
+from kfctl_testbed.gobuild import cachekeys, cli, pins, webapps
 from kfctl_testbed.gobuild.errors import PinError
 from kfctl_testbed.gobuild.recipes import Group, Selection, builds, in_groups, operator_binaries, recipe, releases
 from kfctl_testbed.gobuild.versions import GOBUILD, REPO, VERSIONS_FILE, Versions, parse_versions
@@ -112,12 +112,18 @@ def test_the_demo_operators_are_those_the_runtime_runs_for_the_kind_platforms_de
 def test_operators_builds_every_release_the_runtime_can_run() -> None:
     selection = Selection(operators=True)
     assert names(selection, "demo operators", "other operators") == operator_binaries(VERSIONS)
-    assert operator_binaries(VERSIONS) == {
+    # and `--webapps` the launchers of the web UIs, in the same dir
+    launchers = webapps.launcher_names(VERSIONS.get("KUBEFLOW_COMPONENTS_VERSION"))
+    assert launchers == {
+        "centraldashboard-v1.10.0",
+        "jupyter-web-app-v1.10.0",
+        "volumes-web-app-v1.10.0",
+        "tensorboards-web-app-v1.10.0",
+    }
+    assert operator_binaries(VERSIONS) | launchers == {
         name for releases_ in runtime.RUNNABLE_IMAGES.values() for name in releases_.values()
     }
-    assert {"kserve-manager-v0.14.1", "spark-operator-v2.4.0", "knative-serving-webhook-v0.43.1"} <= operator_binaries(
-        VERSIONS
-    )
+    assert {"kserve-manager-v0.14.1", "spark-operator-v2.4.0", "oauth2-proxy-v7.15.6"} <= operator_binaries(VERSIONS)
 
 
 def test_flux_builds_both_controllers_into_their_own_set() -> None:

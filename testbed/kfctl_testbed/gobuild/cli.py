@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
-from kfctl_testbed.gobuild import cachekeys, pins
+from kfctl_testbed.gobuild import cachekeys, pins, webapps
 from kfctl_testbed.gobuild.errors import BuildError, UsageError
 from kfctl_testbed.gobuild.recipes import Selection, in_groups
 from kfctl_testbed.gobuild.run import Options, Runner, dirs
@@ -32,6 +32,11 @@ With --operators (make setup passes it; testbed/kfctl_testbed/runtime.py runs th
   controller, webhook and autoscaler (knative-serving-<command>-<version>).
 With --flux (make setup passes it; e2e/test_gitops_flux.py runs them) also Flux's source-controller and
   kustomize-controller.
+With --webapps (make setup passes it) also kubeflow/kubeflow's web UIs from the source in ../shared/fixtures: the
+  central dashboard (npm, webpack, node) and the Jupyter, volumes and TensorBoards web apps (their Angular frontends
+  with npm, their Flask backends in a venv with pip), into ${KFCTL_E2E_CACHE:-~/.cache/kfctl-e2e}/webapps/, each keyed
+  by the fixture's and its lockfiles' sha256; a launcher <app>-<version> in the operators' bin directory runs each as
+  its image does (testbed/kfctl_testbed/gobuild/webapps.py).
 With --demo (make demo passes it) only what the demo runs: the control plane and the three operators of the
   kind platform's default components at their main versions (training-operator, katib-controller,
   kserve-manager); no helm, no other releases, no JobSet or Trainer, and no kubectl when the machine's is
@@ -45,12 +50,13 @@ and are never committed. A binary already in the cache is reused as it is. The r
 testbed/kfctl_testbed/gobuild/recipes.py.
 
 Usage: e2e/build-binaries [--print-bin-dir] [--print-operators-dir] [--print-flux-dir] [--operators] [--flux]
-                          [--demo] [--tidy] [--force]
+                          [--webapps] [--demo] [--tidy] [--force]
   --print-bin-dir        print the cache's bin directory and exit (builds nothing)
   --print-operators-dir  print the operators' bin directory and exit (builds nothing)
   --print-flux-dir       print the Flux controllers' bin directory and exit (builds nothing)
   --operators            also build the Kubeflow operators (cold: about 11 min on 2 cores, + ~4 min for the others)
   --flux                 also build Flux's source-controller and kustomize-controller (cold: see e2e/README.md)
+  --webapps              also build the web UIs (see above; cold: see e2e/README.md)
   --demo                 the control plane and the demo's three operators only (see above)
   --tidy                 regenerate the wrapper modules' go.sum (go mod tidy) before building
   --force                rebuild binaries already in the cache
@@ -65,6 +71,7 @@ FLAGS = (
     "--print-flux-dir",
     "--operators",
     "--flux",
+    "--webapps",
     "--demo",
     "--tidy",
     "--force",
@@ -138,6 +145,15 @@ def main(
         go_version = runner.go_version()  # no toolchain: exit 3 before the pin checks, as the script did
         pins.check_pins(selection, pinned)
         runner.run(go_version)
+        if args.has("--webapps"):
+            webapps.build(
+                pinned,
+                root=root,
+                operators=dirs(pinned, Selection(operators=True), root=root).operators,
+                fixtures=runner.fixtures,
+                environ=env,
+                log=log,
+            )
     except BuildError as e:
         print(f"build-binaries: {e}", file=err, flush=True)
         return e.exit_code

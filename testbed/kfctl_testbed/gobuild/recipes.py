@@ -287,6 +287,18 @@ RECIPES: tuple[Recipe, ...] = (
         unknown_to_sumdb=frozenset({"v0.43.1"}),
         estimate="cold: about 6 min on 2 cores",
     ),
+    # The full platform's login (the ext-authz server of its Istio gateway); no replace directives, so `go install`.
+    Recipe(
+        "oauth2-proxy",
+        "other operators",
+        "OAUTH2_PROXY_VERSION",
+        "github.com/oauth2-proxy/oauth2-proxy/v7",
+        (Command("oauth2-proxy", "github.com/oauth2-proxy/oauth2-proxy/v7"),),
+        source="go install",
+        ldflags="-s -w -X github.com/oauth2-proxy/oauth2-proxy/v7/pkg/version.VERSION={version}",
+        versioned_names=True,
+        estimate=TWO_MIN,
+    ),
     # --- Flux (its cache key: both controllers' releases) ---
     flux_controller("source-controller", "FLUX_SOURCE_CONTROLLER_VERSION", estimate="cold: about 6 min on 2 cores"),
     flux_controller(

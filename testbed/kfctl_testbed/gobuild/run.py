@@ -216,7 +216,7 @@ class Runner:
         out.mkdir()
         if build.recipe.source == "go install":
             self._go_install(build, out)
-            produced = {name: out / name for name, _ in todo}
+            produced = {name: out / go_output_name(pkg) for name, pkg in todo}
         else:
             self._go_build(build, todo, out)
             if len(build.recipe.commands) == 1:
