@@ -8,7 +8,9 @@ upstream's own sources from ../shared/fixtures behind a real git server and an H
 What runs: the real operators the process runtime has a binary for, at the release's own versions (katib v0.19.0,
 KServe v0.15.2, Trainer v2.1.0 and its JobSet v0.10.1, the Spark operator v2.4.0, Knative Serving's controller,
 webhook and autoscaler (v0.43.1 standing in for 1.16.2), and kubeflow/kubeflow v1.10.0's profile controller, KFAM,
-notebook controller and PodDefault webhook built from ../shared/fixtures' source); kwok plays every other pod.
+notebook controller and PodDefault webhook built from ../shared/fixtures' source, its central dashboard and Jupyter,
+volumes and TensorBoards web apps (e2e/build-binaries --webapps; e2e/test_web_uis.py shows them answer), and
+oauth2-proxy v7.15.6 standing in for v7.13.0); kwok plays every other pod.
 Upstream's own test objects and scripts (the release's tests/) run against it as they run in upstream's CI.
 Webhooks whose server cannot be built here are played by the stand-in controller (kfctl_testbed.standin), which says so
 below: it admits unchanged (never injects a sidecar) and writes the caBundle as the server would for itself at start.
