@@ -130,6 +130,11 @@ def test_init_upstream_then_generate_offline_and_plan_on_one_screen(
     code, plan, stderr = run(capsys, "plan", str(app))
     assert code == 0, stderr
     assert plan.startswith("Plan: 654 objects in 29 application(s)")  # 653 rendered, and auth/kfctl-login (Dex)
+    # Upstream's shared login: Dex's password hash, its OIDC client secret and oauth2-proxy's, generated instead.
+    assert (
+        "3 of them Secret(s) holding upstream's shared credentials, which kfctl generates per install instead, plus 1 "
+        "Secret(s) kfctl generates in the cluster at apply" in plan.splitlines()[1]
+    ), plan.splitlines()[1]
     assert len(plan.splitlines()) <= 50  # one screen
     assert generate(load_kfdef(app / "kfdef.yaml", real_catalog), real_catalog, offline=True).changed == ()
 

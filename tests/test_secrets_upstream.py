@@ -15,6 +15,8 @@ from kfctl.objects import ObjectKey
 from kfctl.secrets.upstream import CLIENT_SECRET, COOKIE_SECRET, replace_fixed
 from kfctl.secrets.values import read_values
 
+# oauth2-proxy's comes from a secretGenerator without disableNameSuffixHash: its name carries the content's hash.
+PROXY_SECRET = "oauth2-proxy-g7k9t2h5m8"
 UPSTREAM_HASH = bcrypt.hashpw(b"12341234", bcrypt.gensalt(rounds=4)).decode()
 DEX_CONFIG = """issuer: http://dex.auth.svc.cluster.local:5556/dex
 staticPasswords:
@@ -41,7 +43,7 @@ def rendered(*, hash_: str = UPSTREAM_HASH, client: str = CLIENT_SECRET) -> list
         obj("apps/v1", "Deployment", "dex", "auth"),
     )  # fmt: skip
     proxy = (
-        obj("v1", "Secret", "oauth2-proxy", "oauth2-proxy", data={
+        obj("v1", "Secret", PROXY_SECRET, "oauth2-proxy", data={
             "client-id": b64("kubeflow-oidc-authservice"), "client-secret": b64(CLIENT_SECRET),
             "cookie-secret": b64(COOKIE_SECRET)}),
     )  # fmt: skip
@@ -60,7 +62,7 @@ def test_upstreams_shared_secrets_become_generated_ones() -> None:
     ]
     assert [(d.application, str(d.key), [(k.name, k.value, k.same_as, k.bcrypt_of) for k in d.spec.keys])
             for d in declared] == [
-        ("oauth2-proxy-m2m-dex-only", "Secret oauth2-proxy/oauth2-proxy", [
+        ("oauth2-proxy-m2m-dex-only", "Secret oauth2-proxy/oauth2-proxy-g7k9t2h5m8", [
             ("client-id", "kubeflow-oidc-authservice", "", ""),
             ("client-secret", None, "auth/dex-oidc-client/OIDC_CLIENT_SECRET", ""),
             ("cookie-secret", None, "", "")]),
@@ -78,7 +80,7 @@ def test_a_value_the_trees_changed_is_theirs() -> None:
     client secret would no longer match Dex's if it alone were drawn), only the cookie secret."""
     own = bcrypt.hashpw(b"their own", bcrypt.gensalt(rounds=4)).decode()
     kept, declared = replace_fixed(rendered(hash_=own, client="their-own-client-secret"))
-    assert [str(d.key) for d in declared] == ["Secret oauth2-proxy/oauth2-proxy"]
+    assert [str(d.key) for d in declared] == ["Secret oauth2-proxy/oauth2-proxy-g7k9t2h5m8"]
     assert [k.name for k in declared[0].spec.keys if k.generated] == ["cookie-secret"]
     assert names(kept[1][1]) == ["ConfigMap dex", "Secret dex-passwords", "Secret dex-oidc-client", "Deployment dex"]
 
@@ -100,12 +102,12 @@ def test_first_apply_draws_the_password_and_writes_its_hash_and_one_client_secre
     assert dex["DEX_USER_PASSWORD"].startswith("$2b$12$")  # cost 12, as upstream's; Dex refuses below 10
     client = data["Secret auth/dex-oidc-client"]["OIDC_CLIENT_SECRET"]
     assert len(client) == 32 and client != CLIENT_SECRET
-    proxy = data["Secret oauth2-proxy/oauth2-proxy"]
+    proxy = data["Secret oauth2-proxy/oauth2-proxy-g7k9t2h5m8"]
     assert proxy["client-secret"] == client
     assert len(proxy["cookie-secret"]) == 32 and proxy["cookie-secret"] != COOKIE_SECRET
     assert proxy["client-id"] == "kubeflow-oidc-authservice"
     assert {str(k): v for k, v in values.drawn.items()} == {
-        "Secret oauth2-proxy/oauth2-proxy": ("client-secret", "cookie-secret"),
+        "Secret oauth2-proxy/oauth2-proxy-g7k9t2h5m8": ("client-secret", "cookie-secret"),
         "Secret auth/kfctl-login": ("password",),
         "Secret auth/dex-passwords": ("DEX_USER_PASSWORD",),
         "Secret auth/dex-oidc-client": ("OIDC_CLIENT_SECRET",),

@@ -19,6 +19,8 @@ Reads rendered objects only; makes no value (kfctl.secrets.values does, at apply
 from __future__ import annotations
 
 import base64
+import dataclasses
+import re
 from dataclasses import dataclass
 
 import yaml
@@ -37,6 +39,7 @@ CLIENT_SECRET = "pUBnBOY80SnXgjibTYM9ZWNzY2xreNGQok"  # noqa: S105 (what kfctl r
 COOKIE_SECRET = "7d16fee92f8d11b8940b081b3f8b8acb"  # noqa: S105 (what kfctl replaces)
 SHARED_DEFAULTS = frozenset({CLIENT_SECRET, COOKIE_SECRET})
 
+HASHED = re.compile(r"[a-z0-9]{10}")  # the suffix kustomize's secretGenerator adds: a hash of the content
 DEX_PASSWORDS = ("auth", "dex-passwords")
 DEX_CLIENT = ("auth", "dex-oidc-client")
 PROXY = ("oauth2-proxy", "oauth2-proxy")
@@ -85,17 +88,16 @@ def replace_fixed(
     rendered: list[tuple[str, tuple[Obj, ...]]],
 ) -> tuple[list[tuple[str, tuple[Obj, ...]]], list[Declared]]:
     """The rendered applications without upstream's shared-credential Secrets, and the generated Secrets that
-    take their place (plus ``auth/kfctl-login`` when Dex's password is one of them)."""
-    found: dict[tuple[str, str], tuple[str, Obj, dict[str, str]]] = {}  # (ns, name) -> (app, Secret, values)
+    take their place (plus ``auth/kfctl-login`` when Dex's password is one of them). A Secret a kustomize
+    secretGenerator made carries its content hash in its name (oauth2-proxy's: ``oauth2-proxy-<hash>``): it is
+    found by the name it was generated from, and generated under the name the workloads refer to."""
+    found: dict[tuple[str, str], tuple[str, str, dict[str, str]]] = {}  # (ns, rule's name) -> (app, name, values)
     for app, objs in rendered:
         for o in objs:
             k = key_of(o)
-            if (
-                k.kind == "Secret"
-                and not k.group
-                and any((r.namespace, r.secret) == (k.namespace, k.name) for r in RULES)
-            ):
-                found[(k.namespace, k.name)] = (app, o, _values(o))
+            base = _rule_name(k.namespace, k.name) if k.kind == "Secret" and not k.group else None
+            if base is not None:
+                found[(k.namespace, base)] = (app, k.name, _values(o))
     shared = {
         (r.namespace, r.secret, r.key): r
         for r in RULES
@@ -106,31 +108,51 @@ def replace_fixed(
     shared = {k: r for k, r in shared.items() if not r.make.same_as or r.make.same_as in derived}
     if not shared:
         return rendered, []
+    actual = {f"{ns}/{base}/": f"{ns}/{name}/" for (ns, base), (_app, name, _v) in found.items()}
     out: list[Declared] = []
     replaced: set[tuple[str, str]] = set()
-    for (ns, name), (app, _secret, values) in found.items():
-        rules = {r.key: r for (n, s, _k), r in shared.items() if (n, s) == (ns, name)}
+    for (ns, base), (app, name, values) in found.items():
+        rules = {r.key: r for (n, s, _k), r in shared.items() if (n, s) == (ns, base)}
         if not rules:
             continue
-        if name == DEX_PASSWORDS[1] and HASH_KEY in rules:
+        if base == DEX_PASSWORDS[1] and HASH_KEY in rules:
             out.append(_login(app, rendered))
-        keys = tuple(rules[k].make if k in rules else SecretKey(k, value=v) for k, v in sorted(values.items()))
+        keys = tuple(
+            _named(rules[k].make, actual) if k in rules else SecretKey(k, value=v) for k, v in sorted(values.items())
+        )
         what = "; ".join(r.description for r in rules.values())
         spec = GeneratedSecret(name, f"{what} (upstream ships one value to every install)", keys)
         out.append(Declared(app, app, ns, spec, replaces_rendered=True))
         replaced.add((ns, name))
-    kept = [
-        (
-            app,
-            tuple(
-                o
-                for o in objs
-                if not (key_of(o).kind == "Secret" and (key_of(o).namespace, key_of(o).name) in replaced)
-            ),
-        )
-        for app, objs in rendered
-    ]
+    kept = [(app, tuple(o for o in objs if not _among(o, replaced))) for app, objs in rendered]
     return kept, out
+
+
+def _rule_name(namespace: str, name: str) -> str | None:
+    """The name of the rule's Secret that ``name`` is, itself or with a secretGenerator's hash suffix."""
+    for r in RULES:
+        if r.namespace != namespace:
+            continue
+        if name == r.secret or (name.startswith(r.secret + "-") and HASHED.fullmatch(name[len(r.secret) + 1 :])):
+            return r.secret
+    return None
+
+
+def _named(key: SecretKey, actual: dict[str, str]) -> SecretKey:
+    """``key`` with the Secret it is made from named as rendered (a hash suffix, if kustomize gave one)."""
+
+    def rename(ref: str) -> str:
+        for base, real in actual.items():
+            if ref.startswith(base):
+                return real + ref[len(base) :]
+        return ref
+
+    return dataclasses.replace(key, same_as=rename(key.same_as)) if key.same_as else key
+
+
+def _among(o: Obj, secrets: set[tuple[str, str]]) -> bool:
+    k = key_of(o)
+    return k.kind == "Secret" and not k.group and (k.namespace, k.name) in secrets
 
 
 def _login(app: str, rendered: list[tuple[str, tuple[Obj, ...]]]) -> Declared:
