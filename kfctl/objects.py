@@ -50,8 +50,15 @@ def key_fields(key: ObjectKey, api_version: str) -> dict[str, str]:
     return {"group": key.group, "version": version, "kind": key.kind, "namespace": key.namespace, "name": key.name}
 
 
+def meta_of(obj: Mapping[str, Any] | None) -> dict[str, Any]:
+    """An object's ``metadata`` (the mapping itself, so a change to it changes the object), or ``{}`` when it has
+    none: the one spelling of ``(obj.get("metadata") or {})``."""
+    value = (obj or {}).get("metadata")
+    return value if isinstance(value, dict) else {}
+
+
 def key_of(obj: Mapping[str, Any]) -> ObjectKey:
-    meta = obj.get("metadata") or {}
+    meta = meta_of(obj)
     return ObjectKey(
         group=group_of(str(obj.get("apiVersion", ""))),
         kind=str(obj.get("kind", "")),
@@ -90,17 +97,3 @@ def _flatten(docs: Iterable[Any]) -> Iterable[Any]:
             yield from _flatten(doc.get("items") or [])
         else:
             yield doc
-
-
-def index_objects(objects: Iterable[Obj], *, source_of: Mapping[int, str] | None = None) -> dict[ObjectKey, Obj]:
-    """Index objects by key; a duplicate key is a RenderError that names both sources."""
-    out: dict[ObjectKey, Obj] = {}
-    origin: dict[ObjectKey, str] = {}
-    for i, obj in enumerate(objects):
-        k = key_of(obj)
-        src = (source_of or {}).get(i, "bundle")
-        if k in out:
-            raise RenderError(f"duplicate object {k}: defined by {origin[k]} and by {src}")
-        out[k] = obj
-        origin[k] = src
-    return out

@@ -1,7 +1,8 @@
 """`kfctl diff`'s summary counts an object several applications render (applied once: kfctl.plan.duplicates)
 under each of them and once in the totals, says so under the table, and names the others on the change
 (``alsoIn``) in -o json, with the number of such objects (``shared``) (issue 29 item 6). Table: the cluster's
-state before the diff → the summary, the table's lines and the JSON fields.
+state before the diff → the summary, the table's lines and the JSON fields (``shared``, and each change's
+``alsoIn``: the other applications that render it, none for an object of one application).
 
 Hermetic: tests/shared_apps.py's `common` and `training-operator`, both rendering the ClusterRole `shared`;
 installed (or not) on the fake cluster by apply, then changed by hand.
@@ -41,7 +42,7 @@ def counts(create: int = 0, update: int = 0, prune: int = 0, unchanged: int = 0)
 
 
 @pytest.mark.parametrize(
-    ("setup", "summary", "table", "shared"),
+    ("setup", "summary", "table", "shared", "also_in"),
     [
         pytest.param(
             nothing,
@@ -54,6 +55,11 @@ def counts(create: int = 0, update: int = 0, prune: int = 0, unchanged: int = 0)
                 NOTE,
             ],
             1,
+            {
+                "ClusterRole.rbac.authorization.k8s.io shared": ["training-operator"],
+                "ConfigMap kubeflow/common-config": None,
+                "ConfigMap kubeflow/operator-config": None,
+            },
             id="nothing installed: the shared object is added in both, once in the total",
         ),
         pytest.param(
@@ -67,6 +73,7 @@ def counts(create: int = 0, update: int = 0, prune: int = 0, unchanged: int = 0)
                 NOTE,
             ],
             1,
+            {"ClusterRole.rbac.authorization.k8s.io shared": ["training-operator"]},
             id="the shared object changed: in both",
         ),
         pytest.param(
@@ -80,6 +87,7 @@ def counts(create: int = 0, update: int = 0, prune: int = 0, unchanged: int = 0)
                 NOTE,
             ],
             1,
+            {"ConfigMap kubeflow/operator-config": None},
             id="an own object changed: in its application only; the shared one unchanged in both",
         ),
         pytest.param(
@@ -93,6 +101,7 @@ def counts(create: int = 0, update: int = 0, prune: int = 0, unchanged: int = 0)
                 NOTE,
             ],
             1,
+            {"ClusterRole.rbac.authorization.k8s.io shared": ["training-operator"]},
             id="the shared object is no longer rendered: removed from both (the inventory's alsoIn)",
         ),
     ],
@@ -103,6 +112,7 @@ def test_the_summary_counts_a_shared_object_under_each_application_once_in_the_t
     summary: dict[str, dict[str, int]],
     table: list[str],
     shared: int,
+    also_in: dict[str, list[str] | None],
 ) -> None:
     cluster, path = prepared(tmp_path / "app", setup)
     catalog = load_catalog()
@@ -111,9 +121,7 @@ def test_the_summary_counts_a_shared_object_under_each_application_once_in_the_t
     assert format_diff(report).split("\n\n")[0].splitlines() == table
     as_json = report.as_dict()
     assert (as_json["summary"], as_json["shared"]) == (summary, shared)
-    changed = {c["object"]: c.get("alsoIn") for c in as_json["changes"]}
-    assert changed.get("ClusterRole.rbac.authorization.k8s.io shared", ["training-operator"]) == ["training-operator"]
-    assert all(also is None for obj, also in changed.items() if obj.startswith("ConfigMap"))
+    assert {c["object"]: c.get("alsoIn") for c in as_json["changes"]} == also_in
 
 
 def test_nothing_shared_no_note_and_the_same_totals(tmp_path: Path) -> None:

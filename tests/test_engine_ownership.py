@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakecluster import FakeCluster, obj
+from fakecluster import FakeCluster, kfdef_text, obj, write_app
+from shared_apps import run_apply, with_namespace
 
-from kfctl.app.apply import _adoption, _refuse_pruning_externals
 from kfctl.catalog.model import Catalog
 from kfctl.config.loader import parse_kfdef
-from kfctl.engine import labels, ownership
+from kfctl.engine import inventory, labels, ownership
 from kfctl.engine.events import EventLog
 from kfctl.engine.inventory import Inventory, Member
 from kfctl.engine.probe import external_health
@@ -124,29 +124,59 @@ def kfdef(body: str, catalog: Catalog) -> Any:
     return parse_kfdef(head + textwrap.indent(textwrap.dedent(body), "  "), path=Path("kfdef.yaml"), catalog=catalog)
 
 
-def test_foreign_objects_stop_the_run_listing_each_with_its_owner_and_the_ways_out(catalog: Catalog) -> None:
-    cluster = FakeCluster()
-    for name in ("a", "b"):
-        cluster.put(obj("v1", "ConfigMap", name, "demo", labels=HELM, annotations=HELM_NOTES))
-    bundle = [("cert-manager", obj("v1", "ConfigMap", n, "demo")) for n in ("a", "b")]
-    found = ownership.scan(cluster, bundle, applyset_id=OURS, inventory=None)
+def app_with(tmp_path: Path, *applications: str, rendered: dict[str, str] | None = None) -> Path:
+    """APPDIR for `kfctl apply --skip-generate`: a KfDef `demo` listing these application entries (YAML flow
+    mappings) and rendered files (by default cert-manager's: the ConfigMaps a and b in kubeflow)."""
+    path = write_app(tmp_path / "app", rendered=rendered or {"cert-manager": CONFIGMAPS})
+    path.write_text(kfdef_text() + "".join(f"  - {a}\n" for a in applications))
+    return path
+
+
+CONFIGMAPS = "".join(
+    f"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {n}, namespace: kubeflow}}\n" for n in "ab"
+)
+
+
+def foreign(cluster: FakeCluster, marks: list[tuple[dict[str, str], dict[str, str]]]) -> FakeCluster:
+    """The ConfigMaps a, b, … in kubeflow, made by another tool (its labels and annotations)."""
+    for name, (tags, notes) in zip("ab", marks, strict=True):
+        cluster.put(obj("v1", "ConfigMap", name, "kubeflow", labels=tags, annotations=notes))
+    return cluster
+
+
+def test_foreign_objects_stop_the_run_listing_each_with_its_owner_and_the_ways_out(tmp_path: Path) -> None:
+    cluster = foreign(with_namespace(), [(HELM, HELM_NOTES)] * 2)
     with pytest.raises(OwnershipError) as info:
-        _adoption(found, kfdef("applications: [{name: cert-manager}]", catalog), adopt_all=False)
-    assert info.value.exit_code == 11
-    assert info.value.message == (
+        run_apply(cluster, app_with(tmp_path, "{name: cert-manager}"))
+    error = info.value
+    assert error.exit_code == 11
+    assert error.message == (
         "2 object(s) the KfDef would install exist already under another owner "
         "(Helm release cert-manager/cert-manager); nothing was written"
     )
-    assert info.value.details == [
-        "ConfigMap demo/a (cert-manager): Helm release cert-manager/cert-manager",
-        "ConfigMap demo/b (cert-manager): Helm release cert-manager/cert-manager",
+    assert error.details == [
+        "ConfigMap kubeflow/a (cert-manager): Helm release cert-manager/cert-manager",
+        "ConfigMap kubeflow/b (cert-manager): Helm release cert-manager/cert-manager",
     ]
-    assert "external: true" in (info.value.hint or "") and "--adopt" in (info.value.hint or "")
-    adopt_one = kfdef("applications: [{name: cert-manager, adopt: true}]", catalog)
-    assert _adoption(found, adopt_one, adopt_all=False) == {
-        ObjectKey("", "ConfigMap", "demo", "a"): "Helm release cert-manager/cert-manager",
-        ObjectKey("", "ConfigMap", "demo", "b"): "Helm release cert-manager/cert-manager",
+    assert "external: true" in (error.hint or "") and "--adopt" in (error.hint or "")
+    assert inventory_of(cluster) is None  # nothing written: not even the inventory
+
+
+def test_an_application_marked_adopt_takes_its_foreign_objects_over_and_records_their_owner(tmp_path: Path) -> None:
+    cluster = foreign(with_namespace(), [(HELM, HELM_NOTES)] * 2)
+    summary = run_apply(cluster, app_with(tmp_path, "{name: cert-manager, adopt: true}"))
+    assert summary.error is None
+    assert summary.adopted == 2
+    recorded = inventory_of(cluster)
+    assert recorded is not None
+    assert {str(k): m.adopted for k, m in recorded.members.items()} == {
+        "ConfigMap kubeflow/a": "Helm release cert-manager/cert-manager",
+        "ConfigMap kubeflow/b": "Helm release cert-manager/cert-manager",
     }
+
+
+def inventory_of(cluster: FakeCluster) -> Inventory | None:
+    return inventory.read(cluster, name=inventory.parent_name("demo"), namespace="kubeflow")
 
 
 FLUX = {"kustomize.toolkit.fluxcd.io/name": "prod-kserve", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}
@@ -187,20 +217,17 @@ ARGO = {"argocd.argoproj.io/tracking-id": "prod-kserve:/ConfigMap:demo/b"}
     ],
 )
 def test_objects_a_gitops_engine_reconciles_are_refused_pointing_to_git_not_to_adopt(
-    marks: list[tuple[dict[str, str], dict[str, str]]], owners: str, hint: str, catalog: Catalog
+    marks: list[tuple[dict[str, str], dict[str, str]]], owners: str, hint: str, tmp_path: Path
 ) -> None:
-    cluster = FakeCluster()
-    for name, (tags, notes) in zip("ab", marks, strict=True):
-        cluster.put(obj("v1", "ConfigMap", name, "demo", labels=tags, annotations=notes))
-    bundle = [("cert-manager", obj("v1", "ConfigMap", n, "demo")) for n in "ab"]
-    found = ownership.scan(cluster, bundle, applyset_id=OURS, inventory=None)
+    cluster = foreign(with_namespace(), marks)
     with pytest.raises(OwnershipError) as info:
-        _adoption(found, kfdef("applications: [{name: cert-manager}]", catalog), adopt_all=False)
-    assert info.value.exit_code == 11
-    assert info.value.message == (
+        run_apply(cluster, app_with(tmp_path, "{name: cert-manager}"))
+    error = info.value
+    assert error.exit_code == 11
+    assert error.message == (
         f"2 object(s) the KfDef would install exist already under another owner ({owners}); nothing was written"
     )
-    assert info.value.hint == hint
+    assert error.hint == hint
 
 
 FAST = RemoveOptions(wait_timeout=1.0, poll_interval=0.01)
@@ -382,19 +409,27 @@ def crd_of(name: str, group: str, kind: str) -> Obj:
     )
 
 
-def test_an_application_this_install_applied_is_not_pruned_when_marked_external(catalog: Catalog) -> None:
-    k = kfdef("applications: [{name: cert-manager, external: true}, {name: common}]", catalog)
-    inv = Inventory("kfctl-demo", "kubeflow", "c")
-    for n in ("a", "b"):
-        key = ObjectKey("apps", "Deployment", "cert-manager", n)
-        inv.members[key] = Member(key, "cert-manager", "u-" + n)
+def test_an_application_this_install_applied_is_not_pruned_when_marked_external(tmp_path: Path) -> None:
+    cluster = with_namespace()
+    rendered = {
+        "cert-manager": CONFIGMAPS,
+        "common": CONFIGMAPS.replace("name: a", "name: c").replace("name: b", "name: d"),
+    }
+    assert (
+        run_apply(cluster, app_with(tmp_path, "{name: cert-manager}", "{name: common}", rendered=rendered)).error
+        is None
+    )
+    before = inventory_of(cluster)
+    marked = app_with(tmp_path, "{name: cert-manager, external: true}", "{name: common}", rendered=rendered)
     with pytest.raises(OwnershipError) as info:
-        _refuse_pruning_externals(inv, k)
+        run_apply(cluster, marked)
     assert info.value.message == (
         "cert-manager: marked external: true, but this install applied it (cert-manager: 2 objects in its "
         "inventory); kfctl would prune what the KfDef says the cluster provides; nothing was written"
     )
-    _refuse_pruning_externals(None, k)  # a first install: nothing to refuse
+    after = inventory_of(cluster)
+    assert before is not None and after is not None and after.members == before.members
+    assert [cluster.get("v1", "ConfigMap", namespace="kubeflow", name=n) is not None for n in "abcd"] == [True] * 4
 
 
 @pytest.mark.parametrize(

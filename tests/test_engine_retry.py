@@ -2,21 +2,25 @@
 it (read back as a verdict) and the exact message.
 
 ``test_status`` feeds Status bodies as a Kubernetes 1.33 API server sent them (captured from e2e/cluster)
-through the client's parsing; ``test_classify`` covers answers without a Status (the code decides) and
-failures that are not API answers.
+through the client: a server on 127.0.0.1 answers its request with them, and the row reads the error the client
+raises; ``test_classify`` covers answers without a Status (the code decides) and failures that are not API answers.
 """
 
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import kubernetes.client
 import pytest
 
 from kfctl.engine.retry import backoff
-from kfctl.k8s.api import ApiError, NoKindMatch, NotFound, Unreachable
-from kfctl.k8s.client import _api_error
+from kfctl.k8s.api import ApiError, ClusterInfo, NoKindMatch, NotFound, Unreachable
+from kfctl.k8s.client import KubeClient
 from kfctl.k8s.errors import Denied, Immutable, KubeError, Transient
 
 
@@ -102,12 +106,6 @@ DENIAL = 'admission webhook "v.kserve.io" denied the request: bad storageUri'
             id="422-immutable",
         ),
         pytest.param(
-            _api_error(502, "<html><body>502 Bad Gateway</body></html>", None),
-            "transient",
-            "<html><body>502 Bad Gateway</body></html>",
-            id="proxy-page-5xx-is-an-internal-error",
-        ),
-        pytest.param(
             ApiError(403, "unable to create new content in namespace x because it is being terminated"),
             "denied",
             "unable to create new content in namespace x because it is being terminated",
@@ -118,6 +116,51 @@ DENIAL = 'admission webhook "v.kserve.io" denied the request: bad storageUri'
 def test_classify(err: KubeError, verdict: str, message: str) -> None:
     c = classify(err)
     assert (c.verdict, c.message) == (verdict, message)
+
+
+class AnsweringServer:
+    """An HTTP server on 127.0.0.1 that answers every request with the status, body and Retry-After it is given;
+    ``error_for`` is the error kfctl's client raises for that answer (to `GET /version`)."""
+
+    def __init__(self) -> None:
+        self.answer: tuple[int, str, str | None] = (200, "{}", None)
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                status, text, retry_after = server.answer
+                data = text.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                if retry_after is not None:
+                    self.send_header("Retry-After", retry_after)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        cfg = kubernetes.client.Configuration()
+        cfg.host = f"http://127.0.0.1:{self.http.server_address[1]}"
+        self.client = KubeClient(kubernetes.client.ApiClient(cfg), ClusterInfo(cfg.host, "test", "-"))
+
+    def error_for(self, status: int, text: str, retry_after: str | None) -> ApiError:
+        self.answer = (status, text, retry_after)
+        with pytest.raises(ApiError) as raised:
+            self.client.server_version()
+        return raised.value
+
+
+@pytest.fixture(scope="module")
+def api_server() -> Iterator[AnsweringServer]:
+    server = AnsweringServer()
+    thread = threading.Thread(target=server.http.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.http.shutdown()
+    server.http.server_close()
 
 
 def status(code: int, reason: str, message: str, **details: Any) -> dict[str, Any]:
@@ -429,8 +472,15 @@ WEBHOOK_CALL = (
         ),
     ],
 )
-def test_status(body: dict[str, Any], retry_after: str | None, expected: Classified) -> None:
-    assert classify(_api_error(body["code"], json.dumps(body), retry_after)) == expected
+def test_status(
+    api_server: AnsweringServer, body: dict[str, Any], retry_after: str | None, expected: Classified
+) -> None:
+    assert classify(api_server.error_for(body["code"], json.dumps(body), retry_after)) == expected
+
+
+def test_a_proxys_page_for_a_5xx_is_a_transient_error_quoting_it(api_server: AnsweringServer) -> None:
+    page = "<html><body>502 Bad Gateway</body></html>"
+    assert classify(api_server.error_for(502, page, None)) == Classified("transient", page)
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from typing import Any
 
 from kfctl.check import quantity
 from kfctl.check.model import Outcome, PreContext
-from kfctl.objects import Obj
+from kfctl.objects import Obj, meta_of
 
 DEFAULT_CLASS = ("storageclass.kubernetes.io/is-default-class", "storageclass.beta.kubernetes.io/is-default-class")
 GPU = "nvidia.com/gpu"
@@ -107,23 +107,23 @@ def _group(obj: Obj) -> str:
 
 
 def _name(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
+    meta = meta_of(obj)
     return f"{meta['namespace']}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))
 
 
 def _claim_templates(sts: Obj) -> list[Obj]:
     """A StatefulSet's volumeClaimTemplates make PVCs as much as a rendered PVC does."""
-    ns = (sts.get("metadata") or {}).get("namespace")
+    ns = meta_of(sts).get("namespace")
     out = []
     for t in (sts.get("spec") or {}).get("volumeClaimTemplates") or []:
-        meta = {**(t.get("metadata") or {}), "namespace": ns}
-        meta["name"] = f"{meta.get('name')}-{(sts.get('metadata') or {}).get('name')}-*"
+        meta = {**meta_of(t), "namespace": ns}
+        meta["name"] = f"{meta.get('name')}-{meta_of(sts).get('name')}-*"
         out.append({**t, "metadata": meta})
     return out
 
 
 def _is_default(storage_class: Obj) -> bool:
-    notes = (storage_class.get("metadata") or {}).get("annotations") or {}
+    notes = meta_of(storage_class).get("annotations") or {}
     return any(str(notes.get(a, "")).lower() == "true" for a in DEFAULT_CLASS)
 
 

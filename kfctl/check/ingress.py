@@ -21,7 +21,7 @@ from typing import Any
 
 from kfctl.errors import HealthError, PlanError
 from kfctl.k8s.api import ApiError, Cluster, NoKindMatch
-from kfctl.objects import Obj
+from kfctl.objects import Obj, meta_of
 from kfctl.secrets.upstream import LOGIN_SECRET, LOGIN_SECRET_NAMESPACE
 
 ISTIO = "networking.istio.io"
@@ -237,7 +237,7 @@ def _ready(pod: Obj) -> bool:
 
 
 def _name(o: Obj) -> str:
-    meta = o.get("metadata") or {}
+    meta = meta_of(o)
     return f"{meta.get('namespace') or ''}/{meta.get('name')}"
 
 

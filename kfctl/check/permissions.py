@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from kfctl.check.model import Outcome, PreContext
 from kfctl.engine.served import bundle_served
 from kfctl.k8s.api import NoKindMatch
-from kfctl.objects import group_of
+from kfctl.objects import group_of, meta_of
 
 VERBS = ("create", "patch")  # server-side apply of a new object is a PATCH that needs create too
 WORKERS = 8
@@ -23,7 +23,7 @@ def can_create(ctx: PreContext) -> Outcome:
         if mapping is None:
             continue  # not served: the api-versions check names it
         plural, namespaced = mapping
-        namespace = str((obj.get("metadata") or {}).get("namespace") or "default") if namespaced else ""
+        namespace = str(meta_of(obj).get("namespace") or "default") if namespaced else ""
         wanted.add((group_of(api_version), plural, namespace))
     reviews = sorted((verb, *w) for w in wanted for verb in VERBS)
 

@@ -45,7 +45,7 @@ from typing import Any
 from kfctl import quantity
 from kfctl.engine import labels
 from kfctl.k8s.api import FIELD_MANAGER
-from kfctl.objects import Obj
+from kfctl.objects import Obj, meta_of
 
 SERVER_FIELDS = ("managedFields", "resourceVersion", "generation", "creationTimestamp", "uid", "selfLink")
 IGNORED_ANNOTATIONS = (labels.HASH_ANNOTATION, "kubectl.kubernetes.io/last-applied-configuration")
@@ -108,7 +108,7 @@ def taken_over_webhook_fields(live: Mapping[str, Any]) -> dict[str, set[str]]:
     """Webhook name → the fields of that webhook another (non-kubectl) manager updated, from ``live``'s
     managedFields (fieldsV1: ``f:webhooks`` keyed by ``k:{"name": …}``)."""
     out: dict[str, set[str]] = {}
-    for entry in (live.get("metadata") or {}).get("managedFields") or []:
+    for entry in meta_of(live).get("managedFields") or []:
         manager = str(entry.get("manager", ""))
         if entry.get("operation") != "Update" or manager == FIELD_MANAGER or manager.startswith("kubectl"):
             continue

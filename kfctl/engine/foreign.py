@@ -18,7 +18,7 @@ from kfctl.engine import labels
 from kfctl.engine.inventory import ID_LABEL as APPLYSET_ID_LABEL
 from kfctl.k8s.api import ApiError, Cluster, NoKindMatch, Resource
 from kfctl.k8s.errors import MethodNotAllowed, NotFound, Transient
-from kfctl.objects import Obj, ObjectKey
+from kfctl.objects import Obj, ObjectKey, meta_of
 
 # Made in every namespace by the control plane: never user data.
 AUTOMATIC_NAMES: dict[tuple[str, str], frozenset[str]] = {
@@ -79,7 +79,7 @@ class Contents:
 
 def automatic(obj: Mapping[str, Any], group: str) -> bool:
     """True for an object Kubernetes or a controller made by itself (not the user's to lose)."""
-    meta = obj.get("metadata") or {}
+    meta = meta_of(obj)
     kind = str(obj.get("kind", ""))
     if (group, kind) in AUTOMATIC_KINDS:
         return True
@@ -122,7 +122,7 @@ def secrets_named_by(workload: Mapping[str, Any]) -> set[ObjectKey]:
     the install runs makes or fills such a Secret for itself (that webhook writes its own serving certificate
     there), so it is the install's, not a user's: it does not keep its namespace. A flag `--<x>secret-name=` or
     `--<x>secret=` names the Secret; `--<x>secret-namespace=` its namespace (else the workload's)."""
-    meta = workload.get("metadata") or {}
+    meta = meta_of(workload)
     spec = workload.get("spec") or {}
     if workload.get("kind") == "CronJob":
         spec = ((spec.get("jobTemplate") or {}).get("spec")) or {}
@@ -171,7 +171,7 @@ def namespace_contents(
                 found = retry(lambda: cluster.list("coordination.k8s.io/v1", "Lease", namespace=namespace))
             except (ApiError, NoKindMatch):
                 found = []
-            leases = {str((lease.get("metadata") or {}).get("name", "")) for lease in found}
+            leases = {str(meta_of(lease).get("name", "")) for lease in found}
         return leases
 
     def one(res: Resource) -> tuple[list[Foreign], str, bool]:
@@ -185,9 +185,9 @@ def namespace_contents(
         for item in items:
             if labels.owned_by(item, applyset_id) or automatic(item, res.group):
                 continue
-            if ((item.get("metadata") or {}).get("labels") or {}).get(APPLYSET_ID_LABEL) == applyset_id:
+            if (meta_of(item).get("labels") or {}).get(APPLYSET_ID_LABEL) == applyset_id:
                 continue  # our own inventory (the ApplySet parent), which often lives in the namespace itself
-            meta = item.get("metadata") or {}
+            meta = meta_of(item)
             key = ObjectKey(res.group, res.kind, namespace, str(meta.get("name", "")))
             if key in named:
                 continue
@@ -234,6 +234,6 @@ def custom_resources_left(cluster: Cluster, crd_name: str, *, applyset_id: str) 
     for item in items:
         if labels.owned_by(item, applyset_id) or automatic(item, group):
             continue
-        meta = item.get("metadata") or {}
+        meta = meta_of(item)
         left.append(ObjectKey(group, kind, str(meta.get("namespace") or ""), str(meta.get("name", ""))))
     return sorted(left)

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from kfctl import __version__
 from kfctl.errors import ClusterError
 from kfctl.k8s.api import Cluster
-from kfctl.objects import Obj, ObjectKey
+from kfctl.objects import Obj, ObjectKey, meta_of
 
 ID_LABEL = "applyset.kubernetes.io/id"
 TOOLING = "applyset.kubernetes.io/tooling"
@@ -191,7 +191,7 @@ def read(cluster: Cluster, *, name: str, namespace: str) -> Inventory | None:
     live = cluster.get("v1", "ConfigMap", namespace=namespace, name=name)
     if live is None:
         return None
-    meta = live.get("metadata") or {}
+    meta = meta_of(live)
     annotations = meta.get("annotations") or {}
     inv = Inventory(name, namespace, str(annotations.get(CLUSTER_ID, "")))
     data = live.get("data") or {}
@@ -244,7 +244,7 @@ def delete(cluster: Cluster, inv: Inventory) -> None:
 def _delete_shards(cluster: Cluster, inv: Inventory, *, keep: set[str]) -> None:
     """Every shard of this inventory not in ``keep``, found by label: a crashed write's too."""
     for obj in cluster.list("v1", "ConfigMap", namespace=inv.namespace, label_selector=f"{SHARD_OF}={inv.id}"):
-        name = str((obj.get("metadata") or {}).get("name", ""))
+        name = str(meta_of(obj).get("name", ""))
         if name not in keep:
             cluster.delete("v1", "ConfigMap", namespace=inv.namespace, name=name)
 
@@ -252,4 +252,4 @@ def _delete_shards(cluster: Cluster, inv: Inventory, *, keep: set[str]) -> None:
 def cluster_identity(cluster: Cluster) -> str:
     """The kube-system namespace's UID: stable for a cluster's lifetime, different on every other cluster."""
     ns = cluster.get("v1", "Namespace", namespace="", name="kube-system")
-    return str(((ns or {}).get("metadata") or {}).get("uid", ""))
+    return str(meta_of(ns).get("uid", ""))

@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from kfctl.objects import Obj
+from kfctl.objects import Obj, meta_of
 
 PART_OF = "applyset.kubernetes.io/part-of"
 APP_LABEL = "kfctl.kubeflow.org/app"  # the KfDef's name
@@ -57,7 +57,7 @@ def prepare(obj: Mapping[str, Any], *, applyset_id: str, kfdef_name: str, applic
 def applied_hash(live: Mapping[str, Any] | None) -> str | None:
     if not live:
         return None
-    value = ((live.get("metadata") or {}).get("annotations") or {}).get(HASH_ANNOTATION)
+    value = (meta_of(live).get("annotations") or {}).get(HASH_ANNOTATION)
     return str(value) if value else None
 
 
@@ -66,12 +66,12 @@ def desired_hash(obj: Mapping[str, Any]) -> str:
 
 
 def owned_by(live: Mapping[str, Any], applyset_id: str) -> bool:
-    return ((live.get("metadata") or {}).get("labels") or {}).get(PART_OF) == applyset_id
+    return (meta_of(live).get("labels") or {}).get(PART_OF) == applyset_id
 
 
 def released_from(live: Mapping[str, Any]) -> str:
     """The ApplySet a kept object was released from ("" when it was not)."""
-    return str(((live.get("metadata") or {}).get("annotations") or {}).get(RELEASED_ANNOTATION) or "")
+    return str((meta_of(live).get("annotations") or {}).get(RELEASED_ANNOTATION) or "")
 
 
 def released(live: Mapping[str, Any], applyset_id: str) -> Obj:
@@ -90,4 +90,4 @@ def protected_claim(live: Mapping[str, Any]) -> str:
     """The PersistentVolumeClaim whose data a generated Secret's values open ("" for any other object)."""
     if live.get("kind") != "Secret":
         return ""
-    return str(((live.get("metadata") or {}).get("annotations") or {}).get(PROTECTS_ANNOTATION) or "")
+    return str((meta_of(live).get("annotations") or {}).get(PROTECTS_ANNOTATION) or "")

@@ -51,7 +51,7 @@ from kfctl.engine.retry import backoff
 from kfctl.errors import LockedError
 from kfctl.k8s.api import ApiError, Cluster, Unreachable
 from kfctl.k8s.errors import AlreadyExists, Conflict, OptimisticLock, Transient
-from kfctl.objects import Obj
+from kfctl.objects import Obj, meta_of
 
 API_VERSION = "coordination.k8s.io/v1"
 DURATION = 20  # seconds a Lease stays valid without renewal
@@ -87,7 +87,7 @@ def holder_of(lease: Obj) -> Holder | None:
     identity = str(spec.get("holderIdentity") or "")
     if not identity:
         return None
-    notes = (lease.get("metadata") or {}).get("annotations") or {}
+    notes = meta_of(lease).get("annotations") or {}
     return Holder(
         identity,
         str(notes.get(COMMAND_ANNOTATION, "")),
@@ -167,7 +167,7 @@ class _Lock:
             | ({PROCESS_ANNOTATION: self.process} if self.process else {}),
         }
         if lease is not None:
-            meta["resourceVersion"] = (lease.get("metadata") or {}).get("resourceVersion")
+            meta["resourceVersion"] = meta_of(lease).get("resourceVersion")
         spec = {
             "holderIdentity": self.identity,
             "leaseDurationSeconds": DURATION,
@@ -210,7 +210,7 @@ class _Lock:
                 holder = holder_of(lease) if lease is not None else None
                 expired = ended_here = False
                 if lease is not None and holder is not None:
-                    mark = (str((lease.get("metadata") or {}).get("resourceVersion")), holder.renewed)
+                    mark = (str(meta_of(lease).get("resourceVersion")), holder.renewed)
                     if mark != seen:
                         seen, seen_at = mark, self.clock()
                     duration = float((lease.get("spec") or {}).get("leaseDurationSeconds") or DURATION)

@@ -27,7 +27,7 @@ from typing import Any
 from kfctl.engine import drift, labels
 from kfctl.engine.inventory import Inventory
 from kfctl.k8s.api import ApiError, Cluster, NoKindMatch, Resource
-from kfctl.objects import Obj, ObjectKey, key_of
+from kfctl.objects import Obj, ObjectKey, key_of, meta_of
 
 HELM_RELEASE = "meta.helm.sh/release-name"
 HELM_NAMESPACE = "meta.helm.sh/release-namespace"
@@ -78,7 +78,7 @@ class Scan:
 
 def owner_of(obj: Mapping[str, Any]) -> Owner:
     """Who manages ``obj``, from the marks each tool leaves on what it installs."""
-    meta = obj.get("metadata") or {}
+    meta = meta_of(obj)
     tags: Mapping[str, str] = meta.get("labels") or {}
     notes: Mapping[str, str] = meta.get("annotations") or {}
     if notes.get(HELM_RELEASE) or tags.get(MANAGED_BY) == "Helm":
@@ -262,7 +262,7 @@ def _sort(
     if meta_obj is None:
         out.live[key] = None
         return
-    meta = meta_obj.get("metadata") or {}
+    meta = meta_of(meta_obj)
     uid = str(meta.get("uid", ""))
     owner = owner_of(meta_obj)
     # Ours by the UID the inventory recorded, its label removed by someone; not when another tool has marked
@@ -300,7 +300,7 @@ def _stored_at(key: ObjectKey, res: Resource) -> tuple[str, str]:
 
 
 def _where(item: Mapping[str, Any], res: Resource) -> tuple[str, str]:
-    meta = item.get("metadata") or {}
+    meta = meta_of(item)
     return (str(meta.get("namespace") or "") if res.namespaced else "", str(meta.get("name", "")))
 
 
@@ -308,5 +308,5 @@ def _trim(item: Obj, kind: str) -> Obj:
     """Drop managedFields: the bulk of a listed object, and compared only for admission webhook configurations
     (a field their own server took over is its; see drift.py)."""
     if kind not in drift.WEBHOOK_CONFIGURATIONS:
-        (item.get("metadata") or {}).pop("managedFields", None)
+        meta_of(item).pop("managedFields", None)
     return item

@@ -14,7 +14,7 @@ from kfctl.health.registry import BUILTIN_GROUPS, health_of
 from kfctl.health.webhook import BackendFacts, previous_rollout_pods, webhook_backend
 from kfctl.k8s.api import ApiError, Cluster, NoKindMatch, Unreachable
 from kfctl.k8s.errors import Forbidden
-from kfctl.objects import Obj, ObjectKey
+from kfctl.objects import Obj, ObjectKey, meta_of
 from kfctl.plan.graph import ExternalCheck, WebhookBackend
 from kfctl.plan.selectors import to_query
 from kfctl.plan.statusless import holds_no_status
@@ -29,7 +29,7 @@ def get_key(cluster: Cluster, key: ObjectKey) -> Obj | None:
 
 
 def age_seconds(obj: Obj) -> float:
-    stamp = (obj.get("metadata") or {}).get("creationTimestamp")
+    stamp = meta_of(obj).get("creationTimestamp")
     if not stamp:
         return 0.0
     try:
@@ -70,7 +70,7 @@ def _wait_for_first_consumer(cluster: Cluster, pvc: Obj) -> bool:
     name = (pvc.get("spec") or {}).get("storageClassName")
     classes = cluster.list("storage.k8s.io/v1", "StorageClass")
     for sc in classes:
-        meta = sc.get("metadata") or {}
+        meta = meta_of(sc)
         is_default = (meta.get("annotations") or {}).get(DEFAULT_CLASS_ANNOTATION) == "true"
         if (name and meta.get("name") == name) or (not name and is_default):
             return sc.get("volumeBindingMode") == "WaitForFirstConsumer"
@@ -198,7 +198,7 @@ def _replica_sets(cluster: Cluster, deployment: Obj) -> list[Obj]:
     """The ReplicaSets in the Deployment's namespace that carry its selector's labels (its own among them: the
     controller copies the pod template's labels onto them). Read only while a backend waits, and not watched: the
     EndpointSlice an old pod leaves is, and its change has the backend checked again. Forbidden (RBAC): []."""
-    meta = deployment.get("metadata") or {}
+    meta = meta_of(deployment)
     labels = ((deployment.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
     try:
         return cluster.list(
@@ -240,9 +240,7 @@ def external_health(cluster: Cluster, check: ExternalCheck) -> Health:
                 hooks += 1
                 why = webhook_problem(cluster, hook)
                 if why:
-                    waiting.append(
-                        f"webhook {hook.get('name')} ({kind} {(config.get('metadata') or {}).get('name')}): {why}"
-                    )
+                    waiting.append(f"webhook {hook.get('name')} ({kind} {meta_of(config).get('name')}): {why}")
     if waiting:
         return progressing("; ".join(waiting))
     return ready(f"{len(check.crds)} CRDs served, {hooks} webhook(s) guarding them answer")
@@ -282,7 +280,7 @@ def workload_problems(cluster: Cluster, key: ObjectKey, live: Obj) -> list[str]:
     if not selector:
         return []
     pods = cluster.list("v1", "Pod", namespace=key.namespace, label_selector=to_query(selector))
-    names = {(p.get("metadata") or {}).get("name") for p in pods}
+    names = {meta_of(p).get("name") for p in pods}
     events = [e for e in _events(cluster, key.namespace) if (e.get("involvedObject") or {}).get("name") in names]
     problems = pod_problems(pods, events)
     if not pods:

@@ -27,7 +27,7 @@ from kfctl.engine.retry import retry_transient
 from kfctl.health.registry import BUILTIN_GROUPS
 from kfctl.k8s.api import ApiError, Cluster, NoKindMatch, Resource, Unreachable
 from kfctl.k8s.errors import MethodNotAllowed, NotFound, PreconditionFailed, Transient
-from kfctl.objects import Obj, ObjectKey
+from kfctl.objects import Obj, ObjectKey, meta_of
 from kfctl.plan import rules
 
 T = TypeVar("T")
@@ -127,7 +127,7 @@ def remove(
                 result.removed.append(key)
                 _emit(reporter, verb, pending[key])
                 continue
-            finalizers = ", ".join((live.get("metadata") or {}).get("finalizers") or []) or "none"
+            finalizers = ", ".join(meta_of(live).get("finalizers") or []) or "none"
             why = f"still present after {options.wait_timeout:g}s; finalizers: {finalizers}"
             if key.kind == "Namespace":
                 why += _namespace_conditions(live)
@@ -177,7 +177,7 @@ class _Context:
 
 def _released_by_us(live: Obj, applyset_id: str) -> bool:
     """Kept and released by an earlier delete of this install, and not taken by another ApplySet since."""
-    own = (live.get("metadata") or {}).get("labels") or {}
+    own = meta_of(live).get("labels") or {}
     return labels.released_from(live) == applyset_id and labels.PART_OF not in own
 
 
@@ -226,7 +226,7 @@ def _try_delete(ctx: _Context, m: Member) -> bool:
     if live is None:
         result.skipped.append((key, "already gone"))
         return False
-    uid = str((live.get("metadata") or {}).get("uid", ""))
+    uid = str(meta_of(live).get("uid", ""))
     if (key.group, key.kind) in WORKLOAD_KINDS:
         ctx.named |= secrets_named_by(live)
     if not labels.owned_by(live, applyset_id) and not _released_by_us(live, applyset_id):
@@ -248,7 +248,7 @@ def _try_delete(ctx: _Context, m: Member) -> bool:
     if ctx.options.dry_run:
         result.planned.append(key)
         return False
-    if (live.get("metadata") or {}).get("deletionTimestamp"):
+    if meta_of(live).get("deletionTimestamp"):
         return True
     res = cluster.resource_for_key(key)
     try:

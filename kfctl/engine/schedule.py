@@ -51,7 +51,7 @@ from kfctl.engine.work import Applied, Apply, Check, CheckBatch, Checked, Checke
 from kfctl.health.model import Health, progressing, ready
 from kfctl.k8s.errors import Immutable, KubeError, Transient
 from kfctl.k8s.watch import WatchCache
-from kfctl.objects import Obj, ObjectKey
+from kfctl.objects import Obj, ObjectKey, meta_of
 from kfctl.plan.graph import Plan, Step, application_id, topological_order
 from kfctl.plan.priority import heights
 from kfctl.plan.rules import never_recreated
@@ -324,7 +324,7 @@ class Run:
         outcome = done.future.result()
         t.live = outcome.live
         t.applied_at = self.clock()
-        uid = (outcome.live.get("metadata") or {}).get("uid")
+        uid = meta_of(outcome.live).get("uid")
         if uid:
             self.result.uids[step.key] = str(uid)
         events: dict[str, tuple[EventType, list[str]]] = {

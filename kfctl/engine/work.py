@@ -26,7 +26,7 @@ from kfctl.health.model import Health, progressing
 from kfctl.k8s.api import Cluster
 from kfctl.k8s.errors import Immutable
 from kfctl.k8s.watch import WatchCache
-from kfctl.objects import Obj, ObjectKey
+from kfctl.objects import Obj, ObjectKey, meta_of
 from kfctl.plan.graph import Step
 from kfctl.plan.rules import never_recreated
 
@@ -145,7 +145,7 @@ class Workers:
             live = self.known.pop(key, None)  # read once: a retried apply must not trust it again
         if not scanned:
             live = self.cluster.get(res.api_version, key.kind, namespace=key.namespace, name=key.name)
-        deleting = live is not None and bool((live.get("metadata") or {}).get("deletionTimestamp"))
+        deleting = live is not None and bool(meta_of(live).get("deletionTimestamp"))
         corrected: list[str] = []
         if live is not None and not deleting and labels.applied_hash(live) == labels.desired_hash(desired):
             if not drift.differences(desired, live):
@@ -178,7 +178,7 @@ class Workers:
             live = self.cluster.get(api_version, key.kind, namespace=key.namespace, name=key.name)
         if live is None:
             raise refused
-        uid = (live.get("metadata") or {}).get("uid")
+        uid = meta_of(live).get("uid")
         self.cluster.delete(api_version, key.kind, namespace=key.namespace, name=key.name, uid=uid)
         deadline = self.clock() + self.wait_timeout
         while self.cluster.get(api_version, key.kind, namespace=key.namespace, name=key.name) is not None:
@@ -209,7 +209,7 @@ class Workers:
         first = steps[0]
         res = self.cluster.resource(first.api_version, first.key.kind)
         items = self.cluster.list(res.api_version, first.key.kind, namespace=first.key.namespace)
-        by_name = {str((o.get("metadata") or {}).get("name")): o for o in items}
+        by_name = {str(meta_of(o).get("name")): o for o in items}
         out: dict[str, Health] = {}
         for step in steps:
             live = by_name.get(step.key.name)

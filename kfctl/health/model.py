@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from kfctl.objects import meta_of
+
 State = Literal["ready", "progressing", "failed"]
 
 
@@ -73,7 +75,7 @@ def not_observed(obj: Mapping[str, Any], *, required: bool = False) -> Health | 
     status (``replicas: 0`` and all), which says nothing until the controller has looked at it. Without it
     (custom resources, whose controllers often never set the field) a missing value is no evidence either way.
     """
-    generation = (obj.get("metadata") or {}).get("generation")
+    generation = meta_of(obj).get("generation")
     observed = status_of(obj).get("observedGeneration")
     if not isinstance(generation, int):
         return None

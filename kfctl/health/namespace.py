@@ -6,11 +6,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from kfctl.health.model import Health, progressing, ready, status_of
+from kfctl.objects import meta_of
 
 
 def namespace(obj: Mapping[str, Any]) -> Health:
     phase = status_of(obj).get("phase")
-    if phase == "Terminating" or (obj.get("metadata") or {}).get("deletionTimestamp"):
+    if phase == "Terminating" or meta_of(obj).get("deletionTimestamp"):
         return progressing("namespace is being terminated")
     if phase == "Active":
         return ready("active")

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from kfctl.objects import meta_of
+
 WAITING_REASONS = (
     "ImagePullBackOff",
     "ErrImagePull",
@@ -26,7 +28,7 @@ def pod_problems(pods: Iterable[Mapping[str, Any]], events: Iterable[Mapping[str
     pods = list(pods)
     # A scheduled pod's old FailedScheduling warnings (a claim not bound yet, minutes ago) are history, not the
     # reason it is not ready now.
-    scheduled = {(p.get("metadata") or {}).get("name") for p in pods if (p.get("spec") or {}).get("nodeName")}
+    scheduled = {meta_of(p).get("name") for p in pods if (p.get("spec") or {}).get("nodeName")}
 
     def add(text: str) -> None:
         if text not in found:

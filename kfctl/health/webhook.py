@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kfctl.health.model import Health, failed, progressing, ready
+from kfctl.objects import meta_of
 
 # The Deployment controller writes its current revision on the Deployment and on each ReplicaSet it owns.
 REVISION_ANNOTATION = "deployment.kubernetes.io/revision"
@@ -86,14 +87,14 @@ def previous_rollout_pods(
     (by uid) are older. A ReplicaSet names its pods ``<its name>-<suffix>`` and its name has no dash after the
     Deployment's, so an endpoint's ``targetRef`` names its ReplicaSet. Without a revision (the controller has not
     looked at the Deployment yet) nothing is known: () — the Deployment's own health says it is not rolled out."""
-    meta = deployment.get("metadata") or {}
+    meta = meta_of(deployment)
     revision = (meta.get("annotations") or {}).get(REVISION_ANNOTATION)
     uid = meta.get("uid")
     if not revision or not uid:
         return ()
     older = []
     for rs in replica_sets:
-        rs_meta = rs.get("metadata") or {}
+        rs_meta = meta_of(rs)
         owned = any(ref.get("uid") == uid for ref in rs_meta.get("ownerReferences") or [])
         if owned and (rs_meta.get("annotations") or {}).get(REVISION_ANNOTATION) != revision:
             older.append(f"{rs_meta.get('name')}-")

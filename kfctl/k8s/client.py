@@ -37,7 +37,7 @@ from kfctl.k8s.discovery import Discovery
 from kfctl.k8s.kubeconfig import kubeconfig_paths, load_kubeconfig
 from kfctl.k8s.portforward import Tunnel, handshake_status
 from kfctl.k8s.stream import HttpWatchStream
-from kfctl.objects import Obj, ObjectKey, group_of
+from kfctl.objects import Obj, ObjectKey, group_of, meta_of
 
 REQUEST_TIMEOUT = 30.0
 # Metadata only (names, labels, annotations, owners, managers): what an ownership check needs, without the
@@ -206,7 +206,7 @@ class KubeClient:
         for item in items:  # list items lack apiVersion/kind
             item.setdefault("apiVersion", res.api_version)
             item.setdefault("kind", kind)
-        return Listed(items, str((doc.get("metadata") or {}).get("resourceVersion") or ""))
+        return Listed(items, str(meta_of(doc).get("resourceVersion") or ""))
 
     def watch(
         self, api_version: str, kind: str, *, namespace: str | None, resource_version: str, timeout_seconds: int
@@ -226,7 +226,7 @@ class KubeClient:
 
     def apply(self, obj: Obj, *, force: bool = True, dry_run: bool = False) -> Obj:
         res = self.resource(str(obj["apiVersion"]), str(obj["kind"]))
-        meta = obj.get("metadata") or {}
+        meta = meta_of(obj)
         query = {"fieldManager": FIELD_MANAGER, "force": "true" if force else "false"}
         if dry_run:
             query["dryRun"] = "All"
@@ -238,20 +238,20 @@ class KubeClient:
 
     def create(self, obj: Obj) -> Obj:
         res = self.resource(str(obj["apiVersion"]), str(obj["kind"]))
-        path = self._path(res, namespace=(obj.get("metadata") or {}).get("namespace") or "default")
+        path = self._path(res, namespace=meta_of(obj).get("namespace") or "default")
         out: Obj = self._request("POST", path, body=obj, lock=True)
         return out
 
     def replace(self, obj: Obj) -> Obj:
         res = self.resource(str(obj["apiVersion"]), str(obj["kind"]))
-        meta = obj.get("metadata") or {}
+        meta = meta_of(obj)
         path = self._path(res, namespace=meta.get("namespace") or "default", name=str(meta["name"]))
         out: Obj = self._request("PUT", path, body=obj, lock=True)
         return out
 
     def delete_unchanged(self, obj: Obj) -> None:
         res = self.resource(str(obj["apiVersion"]), str(obj["kind"]))
-        meta = obj.get("metadata") or {}
+        meta = meta_of(obj)
         path = self._path(res, namespace=meta.get("namespace") or "default", name=str(meta["name"]))
         body = {
             "kind": "DeleteOptions",

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kfctl.k8s.api import ApiError, NoKindMatch, NotFound, Resource
+from kfctl.objects import meta_of
 
 # The aggregated document at its GA version, else at its beta one (servers before 1.30), else the plain lists.
 AGGREGATED = (
@@ -199,7 +200,7 @@ def _parse(path: str, doc: Any, *, epoch: int, asked: float) -> _Doc:
     kinds: dict[str, dict[str, Resource]] = {}
     listable: list[Resource] = []
     for item in doc.get("items") or []:
-        group = str((item.get("metadata") or {}).get("name") or "")  # the core group's name is empty, omitted
+        group = str(meta_of(item).get("name") or "")  # the core group's name is empty, omitted
         served = item.get("versions") or []  # preferred first
         versions[group] = tuple(str(v["version"]) for v in served)
         for i, v in enumerate(served):

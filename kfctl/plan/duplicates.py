@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kfctl.errors import RenderError
-from kfctl.objects import Obj, ObjectKey, key_of
+from kfctl.objects import Obj, ObjectKey, key_of, meta_of
 
 MAX_FIELDS = 8  # differing fields listed per object; the rest are counted
 
@@ -86,8 +86,8 @@ def merge_metadata(kept: Obj, other: Obj, fields: Sequence[str]) -> tuple[str, .
         section, _, key = f.removeprefix("metadata.").partition(".")
         if not f.startswith("metadata.") or section not in METADATA_MAPS:
             return None
-        ours = (kept.get("metadata") or {}).get(section) or {}
-        theirs = (other.get("metadata") or {}).get(section) or {}
+        ours = meta_of(kept).get(section) or {}
+        theirs = meta_of(other).get(section) or {}
         # "metadata.labels": one copy has none at all; "metadata.labels.app": one copy lacks that key.
         for k in [key] if key else sorted(set(ours) | set(theirs)):
             if k in ours and k in theirs and ours[k] != theirs[k]:  # both set it, differently: a real conflict

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from kfctl import ordering
 from kfctl.errors import PlanError
 from kfctl.health.registry import needs_wait
-from kfctl.objects import Obj, ObjectKey, key_of
+from kfctl.objects import Obj, ObjectKey, key_of, meta_of
 from kfctl.plan import rules
 from kfctl.plan.duplicates import Copy
 from kfctl.plan.hoist import Hoist, Need, hoisted_steps
@@ -268,7 +268,7 @@ class _Builder:
         if (key.group, key.kind) == ("", "PersistentVolumeClaim") and spec.get("storageClassName"):
             sc = ObjectKey("storage.k8s.io", "StorageClass", "", str(spec["storageClassName"]))
             self.edge(step, self.by_key.get(sc), rules.STORAGE_CLASS)
-        annotations = (obj.get("metadata") or {}).get("annotations") or {}
+        annotations = meta_of(obj).get("annotations") or {}
         hints = annotations.get(rules.HINT_ANNOTATION)
         if hints:
             for ref in str(hints).split(","):
@@ -321,7 +321,7 @@ class _Builder:
             assert key is not None and obj is not None
             if (key.group, key.kind) not in rules.WEBHOOK_CONFIG_KINDS:
                 continue
-            inject = ((obj.get("metadata") or {}).get("annotations") or {}).get(rules.INJECT_CA_ANNOTATION)
+            inject = (meta_of(obj).get("annotations") or {}).get(rules.INJECT_CA_ANNOTATION)
             for hook in obj.get("webhooks") or []:
                 backend = self._backend(backends, step, hook, inject)
                 if hook.get("failurePolicy", "Fail") == "Fail":
@@ -514,19 +514,19 @@ class _Builder:
             # names one, and JobSet's own certificate rotator never fills its caBundle).
             return None
         cc = (conv.get("webhook") or {}).get("clientConfig") or {}
-        inject = ((obj.get("metadata") or {}).get("annotations") or {}).get(rules.INJECT_CA_ANNOTATION)
+        inject = (meta_of(obj).get("annotations") or {}).get(rules.INJECT_CA_ANNOTATION)
         return self._backend(backends, step, {"name": f"conversion {key.name}", "clientConfig": cc}, inject)
 
     def _admits(self, hook: Mapping[str, Any], key: ObjectKey, obj: Obj) -> bool:
         """Would the API server call this webhook when creating ``obj``? Best effort, offline."""
         plural = self.plurals.get((key.group, key.kind)) or rules.guess_plural(key.kind)
         scope = "Namespaced" if key.namespace else "Cluster"
-        labels = (obj.get("metadata") or {}).get("labels") or {}
+        labels = meta_of(obj).get("labels") or {}
         if not matches(hook.get("objectSelector"), labels):
             return False
         if key.namespace and hook.get("namespaceSelector"):
             ns_step = self.by_key.get(ObjectKey("", "Namespace", "", key.namespace))
-            ns_labels = dict(((ns_step.obj or {}).get("metadata") or {}).get("labels") or {}) if ns_step else {}
+            ns_labels = dict(meta_of(ns_step.obj).get("labels") or {}) if ns_step else {}
             ns_labels["kubernetes.io/metadata.name"] = key.namespace
             if not matches(hook.get("namespaceSelector"), ns_labels):
                 return False

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from kfctl.objects import Obj, ObjectKey
+from kfctl.objects import Obj, ObjectKey, meta_of
 from kfctl.plan import rules
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ def pod_template(key: ObjectKey, obj: Obj) -> Obj | None:
         template = template.get(part) if isinstance(template, Mapping) else None
     if not isinstance(template, Mapping):
         return None
-    labels = (template.get("metadata") or {}).get("labels") or {}
+    labels = meta_of(template).get("labels") or {}
     metadata: dict[str, Any] = {"name": key.name, "labels": dict(labels)}
     if key.namespace:
         metadata["namespace"] = key.namespace

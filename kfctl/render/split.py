@@ -25,7 +25,7 @@ import yaml
 
 from kfctl import yamlio
 from kfctl.errors import RenderError
-from kfctl.objects import Obj, parse_stream
+from kfctl.objects import Obj, meta_of, parse_stream
 
 # Below this many documents one build is fast enough (500 objects: 0.2 s); chunks of this size are built.
 SPLIT_ABOVE = 1000
@@ -171,7 +171,7 @@ def build_in_chunks(pieces: Pieces, build: Callable[[str], str], *, app: str) ->
 def _id(obj: Obj) -> tuple[str, str, str, str, str]:
     api = str(obj.get("apiVersion", ""))
     group, _, version = api.rpartition("/")
-    meta = obj.get("metadata") or {}
+    meta = meta_of(obj)
     return group, version, str(obj.get("kind", "")), str(meta.get("namespace") or ""), str(meta.get("name") or "")
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from kfctl.catalog.model import Catalog, GeneratedSecret
 from kfctl.config.model import KfDef
 from kfctl.engine import labels
-from kfctl.objects import Obj, ObjectKey
+from kfctl.objects import Obj, ObjectKey, meta_of
 
 
 @dataclass(frozen=True)
@@ -73,5 +73,5 @@ def shell(secret: Declared) -> Obj:
 
 def is_generated(obj: Obj) -> bool:
     """Whether ``obj`` (planned or live) is a Secret kfctl generates."""
-    meta = obj.get("metadata") or {}
+    meta = meta_of(obj)
     return obj.get("kind") == "Secret" and labels.GENERATED_ANNOTATION in (meta.get("annotations") or {})

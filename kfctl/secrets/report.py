@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kfctl.engine import labels
+from kfctl.objects import meta_of
 from kfctl.secrets.declared import Declared
 
 
@@ -54,7 +55,7 @@ def secret_state(secret: Declared, live: Mapping[str, Any] | None) -> SecretStat
 
 
 def _generated_keys(live: Mapping[str, Any] | None) -> list[str]:
-    text = (((live or {}).get("metadata") or {}).get("annotations") or {}).get(labels.GENERATED_ANNOTATION) or ""
+    text = (meta_of(live).get("annotations") or {}).get(labels.GENERATED_ANNOTATION) or ""
     return [k for k in str(text).split(",") if k]
 
 
