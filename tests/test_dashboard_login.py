@@ -309,3 +309,21 @@ def test_show_password_prints_it(on: Any, gateway: int, monkeypatch: pytest.Monk
     assert main(["dashboard", "--port", "0", "--show-password"]) == 130
     out = capsys.readouterr().out
     assert f"Login:    {USER}\nPassword: {PASSWORD}\n" in out
+
+
+def test_a_connection_the_gateway_pod_refuses_is_said_on_stderr(
+    on: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    on(platform(None))  # the gateway's pod exists, nothing listens on its port 8080
+
+    def browse_then_ctrl_c(local: LocalForward, _cluster: Any) -> None:
+        with pytest.raises(OSError):  # the browser's view: an empty reply
+            urllib.request.urlopen(local.url, timeout=10)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(dashboard_cmd, "wait_until_interrupted", browse_then_ctrl_c)
+    assert main(["dashboard", "--port", "0"]) == 130
+    assert (
+        f"Warning: the pod's port answered with an error: error forwarding port 8080 to pod {POD}, uid : failed to "
+        "connect to localhost:8080 inside namespace: connection refused"
+    ) in capsys.readouterr().err

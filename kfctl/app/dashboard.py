@@ -12,11 +12,16 @@ __all__ = ["Ingress", "Login", "find_ingress", "forward", "login_of", "password_
 
 
 def forward(
-    cluster: Cluster, ingress: Ingress, *, port: int, on_event: Callable[[str], None] = lambda _t: None
+    cluster: Cluster,
+    ingress: Ingress,
+    *,
+    port: int,
+    on_event: Callable[[str], None] = lambda _t: None,
+    on_error: Callable[[str], None] = lambda _t: None,
 ) -> LocalForward:
     """A local port (not yet started) whose every connection is a port-forward to the ingress pod."""
 
     def tunnel() -> Tunnel:
         return cluster.port_forward(namespace=ingress.namespace, pod=ingress.pod, port=ingress.pod_port)
 
-    return LocalForward(tunnel, port=port, on_event=on_event)
+    return LocalForward(tunnel, port=port, on_event=on_event, on_error=on_error)

@@ -70,7 +70,15 @@ def dashboard(
         login = login_of(cluster)
         password = password_of(cluster, login) if show_password and login is not None else ""
     progress(f"Found {ingress.describe()}")
-    local = forward(cluster, ingress, port=port, on_event=lambda t: click.echo(t, err=True) if opts.verbose else None)
+    # A connection that could not be forwarded is said at once, as kubectl port-forward says it: the browser only
+    # sees an empty reply. Each connection, with -v.
+    local = forward(
+        cluster,
+        ingress,
+        port=port,
+        on_event=lambda t: click.echo(t, err=True) if opts.verbose else None,
+        on_error=lambda t: click.echo(f"Warning: {t}", err=True),
+    )
     with talking_to(cluster, f"opening a port-forward to pod {ingress.namespace}/{ingress.pod}"):
         first = cluster.port_forward(namespace=ingress.namespace, pod=ingress.pod, port=ingress.pod_port)
         first.close()  # the API server lets us: say so now, not at the browser's first request

@@ -4,7 +4,7 @@
 opens it in :mod:`kfctl.k8s.client`). :class:`LocalForward` listens on 127.0.0.1 and, for every connection a
 browser or ``curl`` makes to it, opens a tunnel and copies bytes both ways until either side closes. It knows
 nothing of HTTP, of Gateways or of Kubeflow: what to forward to is the caller's business (kfctl.app.dashboard).
-It never prints: it reports each connection and each tunnel that failed to ``on_event``.
+It never prints: it reports each connection to ``on_event`` and each tunnel that failed to ``on_error``.
 """
 
 from __future__ import annotations
@@ -70,9 +70,11 @@ class LocalForward:
         port: int,
         host: str = "127.0.0.1",
         on_event: Callable[[str], None] = lambda _text: None,
+        on_error: Callable[[str], None] = lambda _text: None,
     ) -> None:
         self._open_tunnel = open_tunnel
         self._on_event = on_event
+        self._on_error = on_error
         self._closed = threading.Event()
         self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -132,7 +134,7 @@ class LocalForward:
             tunnel = self._open_tunnel()
         except Exception as e:  # the API server refused or could not be reached: say so, drop this connection
             self.failures.append(str(e))
-            self._on_event(f"cannot forward a connection: {e}")
+            self._on_error(f"cannot forward a connection: {e}")
             conn.close()
             return
 
@@ -159,7 +161,7 @@ class LocalForward:
         said = tunnel.error()
         if said:
             self.failures.append(said)
-            self._on_event(f"the pod's port answered with an error: {said.strip()}")
+            self._on_error(f"the pod's port answered with an error: {said.strip()}")
         with contextlib.suppress(OSError):
             conn.shutdown(socket.SHUT_WR)
         up.join(timeout=1)  # the pod's side ended: the client's side has nothing more to say to it
