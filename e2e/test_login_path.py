@@ -109,6 +109,13 @@ def container_log(platform: Installed, namespace: str, pod: str, container: str)
 @pytest.fixture(scope="module")
 def gateway(platform: Installed) -> Iterator[str]:
     """127.0.0.1:<port> forwarded to the ingress gateway's Service port 80, as `kubectl port-forward` does it."""
+    pod = pod_of(platform, "istio-system", "app=istio-ingressgateway")
+
+    def forwarded() -> bool:  # the runtime names the ports it saw the gateway's process listen on (podports)
+        text = kubectl(platform.kubeconfig, "get", "portforward", pod, "-n", "istio-system", "-o", "json", check=False)
+        return bool(text) and [8080] in [f["ports"] for f in json.loads(text)["spec"]["forwards"]]
+
+    poll(forwarded, timeout=120, what=f"a PortForward of pod istio-system/{pod} for port 8080")
     proc = subprocess.Popen(
         [
             "kubectl",
