@@ -98,8 +98,32 @@ def check_limits(
     ``max_nodes`` nodes with aliases expanded, or if an alias refers to a node that contains it.
 
     Walks the event stream, which is flat and costs no memory for the document, so a refused file is never
-    built. Syntax errors raise as ``loader`` raises them."""
-    _scan(text, loader, max_depth=max_depth, max_nodes=max_nodes, aliases_only=False)
+    built. Syntax errors raise as ``loader`` raises them, but for a character YAML does not allow (a NUL of a
+    corrupt file), which gets its line and column too (PyYAML says only "position 11 of <unicode string>")."""
+    try:
+        _scan(text, loader, max_depth=max_depth, max_nodes=max_nodes, aliases_only=False)
+    except yaml.reader.ReaderError as e:
+        raise _located(e, text, offset_in_bytes=loader is not yaml.SafeLoader) from e
+
+
+def _located(e: yaml.reader.ReaderError, text: str, *, offset_in_bytes: bool) -> yaml.MarkedYAMLError:
+    """A reader error as a syntax error at its line and column. libyaml counts its offset in UTF-8 bytes, the
+    Python reader in characters."""
+    offset = len(text.encode("utf-8")[: e.position].decode("utf-8", errors="ignore")) if offset_in_bytes else e.position
+    line = text.count("\n", 0, offset)
+    column = offset - (text.rfind("\n", 0, offset) + 1)
+    character = e.character if isinstance(e.character, int) else ord(e.character)
+    return yaml.MarkedYAMLError(
+        problem=f"character #x{character:04x}, which YAML does not allow: is it a text file?",
+        problem_mark=yaml.Mark("<file>", offset, line, column, None, 0),
+    )
+
+
+def load_lenient(text: str) -> Any:
+    """One document of a file another tool defines, read as that tool reads it (a kubeconfig): within the
+    limits above (a syntax error located as they locate it), a key stated twice keeping its last value."""
+    check_limits(text)
+    return yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader
 
 
 def _scan(

@@ -35,6 +35,7 @@ from kfctl.config.model import (
     Plugin,
     Repo,
 )
+from kfctl.config.repouri import UriProblem, uri_kind
 from kfctl.errors import ConfigError, must_be
 
 _REPO_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # a directory name under vendor/repos/, .cache/repos/
@@ -42,6 +43,14 @@ _REPO_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # a directory nam
 # Keys allowed at each level of the document. The comment says which ones are kfctl's own additions.
 # What shows a valid KfDef: init writes one, commented field by field (its --help shows none).
 EXAMPLE_HINT = "`kfctl init example --platform kind` writes a valid, commented KfDef into example/ to compare with"
+
+
+def example_hint(platform: str) -> str:
+    """EXAMPLE_HINT for the KfDef's own platform: an aws KfDef is best compared with an aws example (its
+    plugin spec), not a kind one."""
+    return EXAMPLE_HINT.replace("--platform kind", f"--platform {platform}")
+
+
 TOP_KEYS = ("apiVersion", "kind", "metadata", "spec", "status")
 METADATA_KEYS = ("name", "namespace", "labels", "annotations")
 SPEC_KEYS = ("applications", "repos", "plugins", "version", "platform", "mirrors")  # platform, mirrors: ours
@@ -69,6 +78,8 @@ class Problems:
     file: str
     doc: Located
     items: list[tuple[int, int, str]] = field(default_factory=list)
+    hints: list[str] = field(default_factory=list)  # said before the general one, each once
+    platform: str = "kind"  # the KfDef's, once known: the example the hint suggests
 
     def add(
         self,
@@ -98,7 +109,7 @@ class Problems:
         raise ConfigError(
             f"{self.file}: {count} problem{'s' if count != 1 else ''} in the KfDef",
             details=lines,
-            hint=f"fix the fields named above; {EXAMPLE_HINT}",
+            hint="; ".join([*dict.fromkeys(self.hints), f"fix the fields named above; {example_hint(self.platform)}"]),
         )
 
 
@@ -292,6 +303,8 @@ class _Validator:
         plugins = self.plugins(spec)
         platform = self.platform(spec, plugins)
         self.platform_name = platform
+        if platform in self.catalog.platforms and ("platform" in spec or plugins):
+            self.p.platform = platform
         self.install_name = name
         apps = self.applications(spec, repos, platform)
         platform_params = self.platform_parameters(platform, plugins, apps)
@@ -351,6 +364,12 @@ class _Validator:
                 )
             if name is None or uri is None:
                 continue
+            if uri != BUILTIN_REPO.uri:
+                try:
+                    uri_kind(uri, ref=ref, sha256=sha)
+                except UriProblem as e:  # what generate would refuse, said now with the rest
+                    self.p.add((*path, e.field), e.message)
+                    self.p.hints += [e.hint] if e.hint else []
             if name in repos:
                 self.p.add((*path, "name"), f'repo "{name}" is defined twice')
                 continue
@@ -481,6 +500,10 @@ class _Validator:
         unresolved = repo is None or (repo.builtin and component is None)
         # An external application's parameters were refused above: nothing of it is rendered.
         package: dict[str, str] | None = {} if foreign else None  # where kfctl v1.0's params.env entries go
+        if unresolved and not external:
+            # What its parameters mean is unknown without its component; their shape is still checked, so a
+            # second problem of the application is said with the first (as a repo's params.env entries: any name).
+            self.parameters(kc, kpath, None, [], enabled=False, package={})
         params = (
             {}
             if unresolved or external

@@ -31,6 +31,7 @@ from typing import Any
 
 import yaml
 
+from kfctl import yamlio
 from kfctl.errors import ClusterError
 
 NAMED_LISTS = (("clusters", "cluster"), ("users", "user"), ("contexts", "context"))
@@ -38,6 +39,9 @@ NAMED_LISTS = (("clusters", "cluster"), ("users", "user"), ("contexts", "context
 # GetAuthInfoFileReferences). An exec command is resolved only when it is a path, not a name looked up on PATH.
 FILE_FIELDS = {"clusters": ("certificate-authority",), "users": ("client-certificate", "client-key", "tokenFile")}
 MISSING_HINT = "pass --kubeconfig FILE or set KUBECONFIG to the cluster's kubeconfig"
+# kubectl reads a kubeconfig of any size; one with every certificate inline is tens of KiB. Past this it is no
+# kubeconfig (a disk image named by mistake), and kfctl reads no more of it.
+MAX_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -80,10 +84,13 @@ def load_kubeconfig(paths: Sequence[str]) -> Kubeconfig:
 
 def _read(path: str) -> dict[str, Any]:
     try:
-        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
-        first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise _malformed(path, first) from e
+        # Within yamlio's limits, and a syntax error at file:line:column as the KfDef's; a key stated twice is
+        # not refused, as client-go's decoder does not refuse it.
+        doc = yamlio.load_lenient(yamlio.read_text(Path(path), max_bytes=MAX_BYTES))
+    except OSError as e:
+        raise _malformed(path, e.strerror or str(e)) from e
+    except yaml.YAMLError as e:  # yamlio.InputError (not UTF-8, too large, too deep) among them
+        raise _malformed_at(yamlio.describe(e, path)) from e
     if doc is None:
         return {}  # an empty file is an empty config to kubectl, not an error
     if not isinstance(doc, dict):
@@ -101,8 +108,13 @@ def _read(path: str) -> dict[str, Any]:
 
 
 def _malformed(path: str, what: str) -> ClusterError:
+    return _malformed_at(f"{path}: {what}")
+
+
+def _malformed_at(where_what: str) -> ClusterError:
+    """``where_what``: "file: problem" or "file:line:column: problem"."""
     return ClusterError(
-        f"cannot load kubeconfig {path}: {what}",
+        f"cannot load kubeconfig {where_what}",
         hint="check the file (kubectl config view --kubeconfig FILE shows what is wrong), or pass another",
     )
 
