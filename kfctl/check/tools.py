@@ -6,6 +6,7 @@ import re
 
 from kfctl.check.model import Outcome, PreContext
 from kfctl.errors import RenderError
+from kfctl.render.kustomize import GET_KUSTOMIZE
 
 # The kustomize kfctl is tested with (e2e/versions.env); older v5 releases work but are less tried.
 TESTED = (5, 5)
@@ -23,6 +24,6 @@ def kustomize(ctx: PreContext) -> Outcome:
         return Outcome(
             "warn",
             f"{found.describe()} works, but is older than v{TESTED[0]}.{TESTED[1]}, the version kfctl is tested with",
-            f"install kustomize v{TESTED[0]}.{TESTED[1]} or newer (`make setup` in a clone of kfctl does it)",
+            f"put kustomize v{TESTED[0]}.{TESTED[1]} or newer on PATH ({GET_KUSTOMIZE})",
         )
     return Outcome("pass", found.describe())

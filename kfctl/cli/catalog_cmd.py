@@ -59,20 +59,51 @@ def _component_text(catalog: Catalog, name: str) -> tuple[dict[str, Any], str]:
     return data, "\n".join(lines)
 
 
+def _platform_text(catalog: Catalog, name: str) -> tuple[dict[str, Any], str]:
+    p = catalog.platforms[name]
+    data = {
+        "name": p.name,
+        "description": p.description,
+        "plugin": p.plugin,
+        "storageClass": p.storage_class,
+        "defaultComponents": list(p.default_components),
+        "patchedComponents": list(p.patched_components),
+        "parameters": [_param(x) for x in p.parameters.values()],
+    }
+    lines = [
+        f"{p.name} (platform)",
+        f"  {p.description}",
+        f"  plugin:     {p.plugin or 'none (no spec to fill in)'}",
+        f"  storage:    StorageClass {p.storage_class or '(the cluster default)'}",
+        f"  default:    {', '.join(p.default_components)}",
+        f"  patches:    {', '.join(p.patched_components) or '-'}",
+        *_parameter_lines(p.parameters),
+        f"  scaffold:   kfctl init APPDIR --platform {p.name}",
+    ]
+    return data, "\n".join(lines)
+
+
 @click.command()
-@click.argument("component", required=False, shell_complete=completion.catalog_entries)
+@click.argument("name", metavar="[NAME]", required=False, shell_complete=completion.catalog_entries)
 @global_options
-def catalog(component: str | None) -> None:
-    """List the built-in components, overlays and platforms, or show one component's (or overlay's) parameters.
+def catalog(name: str | None) -> None:
+    """List the built-in components, overlays and platforms, or show one of them: a component's or an
+    overlay's parameters, a platform's defaults and parameters.
 
     \b
     Examples:
       kfctl catalog
       kfctl catalog katib -o json
       kfctl catalog image-mirror
+      kfctl catalog aws
     """
     opts = get_options()
     cat = load_catalog()
+    component = name
+    if component is not None and component not in cat.components and component in cat.platforms:
+        data, text = _platform_text(cat, component)
+        emit(opts, data, text)
+        return
     if component is not None and component in cat.overlays:
         overlay = cat.overlays[component]
         lines = [f"{overlay.name} (overlay)", f"  {overlay.description}", *_parameter_lines(overlay.parameters)]
@@ -88,8 +119,9 @@ def catalog(component: str | None) -> None:
             if component.lower() in REMOVED_COMPONENTS:
                 raise UsageError(f'component "{component}" is not available: {REMOVED_COMPONENTS[component.lower()]}')
             raise UsageError(
-                f'unknown component "{component}"{did_you_mean(component, [*cat.components, *cat.overlays])}',
-                hint="`kfctl catalog` lists the components and overlays",
+                f'unknown component "{component}"'
+                + did_you_mean(component, [*cat.components, *cat.overlays, *cat.platforms]),
+                hint="`kfctl catalog` lists the components, overlays and platforms",
             )
         data, text = _component_text(cat, component)
         emit(opts, data, text)

@@ -28,4 +28,4 @@ def components(_ctx: click.Context, _param: click.Parameter, incomplete: str) ->
 
 def catalog_entries(_ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[str]:
     cat = load_catalog()
-    return _starting([*cat.components, *cat.overlays], incomplete)
+    return _starting([*cat.components, *cat.overlays, *cat.platforms], incomplete)

@@ -36,12 +36,15 @@ def plan(app_dir: Path | None, kfdef_file: Path | None, skip_generate: bool, ful
     it waits for and why. -o mermaid (for a Markdown page; GitHub draws it) or -o dot (Graphviz) draws the
     application graph, with --objects the object graph. -o json gives the waves and the summary.
 
+    kfctl writes the graph's text; turning -o dot into a picture needs Graphviz's `dot` program, which is
+    not part of kfctl (apt install graphviz, brew install graphviz).
+
     \b
     Examples:
       kfctl plan demo                # the summary
       kfctl plan demo --full         # every object, what it waits for and why
       kfctl plan demo -o mermaid     # the application graph, for a Markdown page
-      kfctl plan demo -o dot --objects | dot -Tsvg > plan.svg
+      kfctl plan demo -o dot --objects | dot -Tsvg > plan.svg   # needs Graphviz
     """
     opts = get_options()
     graph = opts.output in GRAPH_OUTPUTS

@@ -19,10 +19,12 @@ from kfctl.errors import RenderError
 MIN_MAJOR = 5
 # kubectl prefixes its log lines ("E1122 04:55:53.918378   16164 run.go:72] "); the message is what matters.
 _KLOG_PREFIX = re.compile(r"^[EWIF]\d{4} [\d:.]+\s+\d+ \S+\] ")
-INSTALL_HINT = (
-    "install kustomize v5 (`make setup` in a clone of kfctl does it) or kubectl ≥ 1.27, which embeds it, "
-    "and make sure it is on PATH"
+# What a user who installed kfctl with pip can follow (no checkout, no Makefile): one binary on PATH.
+GET_KUSTOMIZE = (
+    "its release binary: kustomize_v5.5.0_<os>_<arch>.tar.gz of https://github.com/kubernetes-sigs/kustomize/releases "
+    "holds the one file"
 )
+INSTALL_HINT = f"put kustomize v5 on PATH ({GET_KUSTOMIZE}), or kubectl 1.27 or newer, which embeds it"
 
 
 @dataclass(frozen=True)
