@@ -56,7 +56,7 @@ RESTRICTED = {
 }
 # The loose modules at the bottom: facts and helpers with no kfctl import but their own kind (the package's
 # __init__ holds __version__).
-LEAVES = frozenset({"__init__", "errors", "fsutil", "ordering", "quantity", "removed_apis", "yamlio"})
+LEAVES = frozenset({"__init__", "errors", "fsutil", "ordering", "quantity", "removed_apis", "wording", "yamlio"})
 # Each area → the kfctl areas it may import besides itself (cli → app → render/plan/engine → health/config → k8s).
 MAY_IMPORT: dict[str, frozenset[str]] = {
     **{leaf: frozenset() for leaf in LEAVES},

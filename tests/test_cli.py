@@ -194,7 +194,7 @@ def test_catalog_lists_components_and_shows_parameters(
     assert (code, out) == (2, "")
     assert err == (
         'Error (usage error): unknown component "katbi" (did you mean "katib"?)\n'
-        "Hint: `kfctl catalog` lists the components and overlays\n"
+        "Hint: `kfctl catalog` lists the components, overlays and platforms\n"
     )
 
 
@@ -267,7 +267,7 @@ def test_a_kfdef_file_given_as_appdir_says_to_use_f(capsys: pytest.CaptureFixtur
     code, _, err = run(capsys, "generate", str(kfdef))
     assert code == 2
     assert err.splitlines() == [
-        f"Error (usage error): Invalid value for '[APP_DIR]': {kfdef} is a file, and APPDIR is a directory; to use a "
+        f"Error (usage error): Invalid value for '[APPDIR]': {kfdef} is a file, and APPDIR is a directory; to use a "
         f"KfDef file, pass it with -f: kfctl generate -f {kfdef}",
         "Hint: `kfctl generate --help` shows the usage",
     ]

@@ -74,7 +74,7 @@ ROWS = [
     ),
     pytest.param(Row(("-q", "version"), 0, f"kfctl {__version__}"), id="3-quiet-keeps-the-result"),
     pytest.param(
-        Row(("apply", "--help"), 0, "Usage: kfctl apply [OPTIONS] [APP_DIR]", absent="\b"), id="4-help-without-bytes"
+        Row(("apply", "--help"), 0, "Usage: kfctl apply [OPTIONS] [APPDIR]", absent="\b"), id="4-help-without-bytes"
     ),
     pytest.param(
         Row(("genrate",), 2, 'Error (usage error): unknown command "genrate" (did you mean "generate"?)'),

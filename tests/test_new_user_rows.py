@@ -26,6 +26,54 @@ from kfctl.cli.main import cli, main
 NO_KFDEF = "Error (config error): demo/kfdef.yaml: no such file"
 AKS_REPO = "https://github.com/kubeflow/manifests/archive/v1.2-branch.tar.gz"  # kfctl_azure.v1.2.0.yaml's repo
 
+CATALOG_KFDEF = """\
+apiVersion: kfdef.apps.kubeflow.org/v1
+kind: KfDef
+metadata: {name: app}
+spec:
+  platform: kind
+  repos: [{name: manifests, uri: "kfctl://catalog"}]
+  applications:
+    - {name: cert-manager, kustomizeConfig: {repoRef: {name: manifests, path: manifests/cert-manager}}}
+"""
+
+BAD_KUBECONFIG = 'apiVersion: v1\nclusters:\n- cluster: {server: "https://127.0.0.1:1"\n  name: x\n'
+# An unknown repoRef name, parameters as a mapping, a uri scheme kfctl does not fetch: three problems, one run.
+THREE_PROBLEMS = """\
+apiVersion: kfdef.apps.kubeflow.org/v1
+kind: KfDef
+metadata: {name: three}
+spec:
+  platform: kind
+  repos:
+    - {name: web, uri: "ftp://example.invalid/m.tar.gz"}
+  applications:
+    - name: web
+      kustomizeConfig:
+        repoRef: {name: wbe, path: web}
+        parameters: {a: b}
+"""
+ONE_OBJECT_KFDEF = """\
+apiVersion: kfdef.apps.kubeflow.org/v1
+kind: KfDef
+metadata: {name: one}
+spec:
+  platform: generic
+  repos: [{name: mine, uri: ../repo}]
+  applications:
+    - {name: settings, kustomizeConfig: {repoRef: {name: mine, path: web}}}
+"""
+
+# Every cluster command that gets this far connects to a closed port of 127.0.0.1.
+UNREACHABLE_KUBECONFIG = """\
+apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+"""
+
 
 @dataclass(frozen=True)
 class Row:
@@ -121,6 +169,112 @@ ROWS = [
         "does; kfctl secrets takes -o text, -o json or -o yaml",
     ),
     Row(
+        "row-06-quiet-init-prints-nothing",
+        ("-q", "init", "demo", "--platform", "kind"),
+        0,
+        "",
+        written=("demo/kfdef.yaml",),
+    ),
+    Row(
+        "row-06-quiet-migrate-prints-nothing",
+        ("migrate", "-q", "v10.yaml"),
+        0,
+        "",
+        files=(("v10.yaml", "SHARED:kfctl_k8s_istio.v1.0.0.yaml"),),
+        written=("v10.migrated.yaml",),
+    ),
+    Row(
+        "row-06-quiet-keeps-a-result",
+        ("-q", "catalog", "katib"),
+        0,
+        "katib (namespace kubeflow)",
+    ),
+    Row(
+        "row-07-an-empty-appdir-is-refused",
+        ("init", "", "--platform", "kind"),
+        2,
+        "Error (usage error): APPDIR is empty: an unset variable?",
+        contains="Hint: name the directory, or . for the current one",
+        not_written=("kfdef.yaml", ".gitignore"),
+    ),
+    Row(
+        "row-07-an-empty-appdir-applies-nothing",
+        ("apply", ""),
+        2,
+        "Error (usage error): APPDIR is empty: an unset variable?",
+        files=(("kfdef.yaml", "not read"),),
+    ),
+    Row(
+        "row-09-a-kubeconfig-yaml-error-is-located",
+        ("status", "demo", "--kubeconfig", "bad.kubeconfig"),
+        6,
+        "Error (cluster error): cannot load kubeconfig bad.kubeconfig:4:3: invalid YAML: did not find expected "
+        "',' or '}'",
+        files=(("demo/kfdef.yaml", CATALOG_KFDEF), ("bad.kubeconfig", BAD_KUBECONFIG)),
+    ),
+    Row(
+        "row-09-a-nul-in-a-kubeconfig-is-located",
+        ("status", "demo"),
+        6,
+        "Error (cluster error): cannot load kubeconfig nul.kubeconfig:2:12: invalid YAML: character #x0000, "
+        "which YAML does not allow: is it a text file?",
+        files=(("demo/kfdef.yaml", CATALOG_KFDEF), ("nul.kubeconfig", "apiVersion: v1\nclusters: [\x00]\n")),
+        env=(("KUBECONFIG", "nul.kubeconfig"),),
+    ),
+    Row(
+        "row-09-a-corrupt-lock-is-located",
+        ("generate", "demo"),
+        3,
+        "Error (config error): demo/kfdef.lock:1:14: invalid YAML: character #x0000, which YAML does not allow: "
+        "is it a text file?",
+        files=(("demo/kfdef.yaml", CATALOG_KFDEF), ("demo/kfdef.lock", "apiVersion: x\x00\x00 garbage\n")),
+        not_written=("demo/rendered",),
+    ),
+    Row(
+        "row-10-catalog-shows-a-platform",
+        ("catalog", "kind"),
+        0,
+        "kind (platform)",
+        contains="  default:    cert-manager, common, training-operator, notebook-controller, pipelines, katib, kserve",
+    ),
+    Row(
+        "row-11-every-problem-at-once",
+        ("plan", "-f", "three.yaml"),
+        3,
+        "Error (config error): three.yaml: 3 problems in the KfDef",
+        contains="  three.yaml:12:9 spec.applications[0].kustomizeConfig.parameters: must be a list, got a mapping",
+        files=(("three.yaml", THREE_PROBLEMS),),
+    ),
+    Row(
+        "row-11-a-uri-kfctl-cannot-fetch-is-a-problem-of-the-kfdef",
+        ("plan", "-f", "three.yaml"),
+        3,
+        "Error (config error): three.yaml: 3 problems in the KfDef",
+        contains="  three.yaml:7:19 spec.repos[0].uri: unsupported uri scheme 'ftp' in 'ftp://example.invalid/m.tar.gz'",
+        files=(("three.yaml", THREE_PROBLEMS),),
+    ),
+    Row(
+        "row-12-a-c-locale-gets-words",
+        ("check", "demo", "--kubeconfig", "unreachable.kubeconfig"),
+        14,
+        "cluster",
+        contains="\n  fail cluster-reachable: cannot reach server https://127.0.0.1:1 ",
+        files=(("demo/kfdef.yaml", CATALOG_KFDEF), ("unreachable.kubeconfig", UNREACHABLE_KUBECONFIG)),
+        env=(("LANG", "C"),),
+    ),
+    Row(
+        "row-13-a-hint-a-pip-user-can-follow",
+        ("generate", "demo"),
+        4,
+        "Error (render error): no kustomize v5+ found (neither kustomize nor kubectl is on PATH)",
+        contains="Hint: put kustomize v5 on PATH (its release binary: kustomize_v5.5.0_<os>_<arch>.tar.gz of "
+        "https://github.com/kubernetes-sigs/kustomize/releases holds the one file), or kubectl 1.27 or newer, "
+        "which embeds it\n",
+        files=(("demo/kfdef.yaml", CATALOG_KFDEF),),
+        env=(("PATH", "/nonexistent"),),
+        not_written=("demo/rendered",),
+    ),
+    Row(
         "row-14-secrets-help-has-an-example",
         ("secrets", "--help"),
         0,
@@ -140,6 +294,49 @@ ROWS = [
         0,
         "Usage: kfctl [OPTIONS] COMMAND [ARGS]...",
         contains='    eval "$(_KFCTL_COMPLETE=bash_source kfctl)"',
+    ),
+    Row(
+        "row-16-a-catalog-kfdef-is-not-migrated-again",
+        ("migrate", "app.migrated.yaml"),
+        0,
+        "app.migrated.yaml: already a catalog KfDef (platform kind, applications from kfctl://catalog); "
+        "nothing to migrate",
+        files=(("app.migrated.yaml", CATALOG_KFDEF),),
+        not_written=("app.migrated.migrated.yaml",),
+    ),
+    Row(
+        "row-17-plan-help-says-dot-is-graphviz",
+        ("plan", "--help"),
+        0,
+        "Usage: kfctl plan [OPTIONS] [APPDIR]",
+        contains="kfctl plan demo -o dot --objects | dot -Tsvg > plan.svg   # needs Graphviz",
+    ),
+    Row("row-18-appdir-is-named-appdir", ("apply", "--help"), 0, "Usage: kfctl apply [OPTIONS] [APPDIR]"),
+    Row(
+        "row-18-one-object-not-one-objects",
+        ("plan", "demo"),
+        0,
+        "Plan: 1 object in 1 application(s), 1 wave(s)",
+        files=(
+            ("demo/kfdef.yaml", ONE_OBJECT_KFDEF),
+            ("repo/web/kustomization.yaml", "resources: [settings.yaml]\n"),
+            ("repo/web/settings.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: ml}\n"),
+        ),
+    ),
+    Row(
+        "row-18-upstream-twice-is-refused",
+        ("init", "demo", "--upstream", "v1.11.0", "--upstream", "26.03"),
+        2,
+        "Error (usage error): --upstream given 2 times (v1.11.0, 26.03); give it once",
+        not_written=("demo",),
+    ),
+    Row(
+        "row-18-an-aws-kfdef-is-compared-with-an-aws-example",
+        ("plan", "-f", "aws.yaml"),
+        3,
+        "Error (config error): aws.yaml: 1 problem in the KfDef",
+        contains="Hint: fix the fields named above; `kfctl init example --platform aws` writes a valid",
+        files=(("aws.yaml", CATALOG_KFDEF.replace("platform: kind", "platform: aws\n  colour: red")),),
     ),
     Row(  # tests/test_kustomize_v3_forms.py checks every var of the render against the tree and kustomize v3
         "row-19-the-v1-2-aks-kfdef-renders-its-release",
@@ -218,3 +415,16 @@ def test_row_05_every_group_and_command_takes_the_global_options() -> None:
         if not {"-v", "-q", "-o", "--kubeconfig", "--context"} <= {o for p in command.params for o in p.opts}
     ]
     assert lacking == []
+
+
+def test_row_18_ctrl_c_is_one_error_paragraph(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C: exit 130 and kfctl's error, with no blank line before it (click's Abort printed one)."""
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("kfctl.cli.catalog_cmd.load_catalog", interrupted)
+    assert main(["catalog"]) == 130
+    assert capsys.readouterr() == ("", "Error (interrupted): interrupted by the user\n")

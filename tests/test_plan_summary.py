@@ -105,18 +105,18 @@ Longest chain of waits (4 steps):
         "one-application-that-waits-for-nothing",
         lone_application,
         """\
-Plan: 1 objects in 1 application(s), 1 wave(s)
+Plan: 1 object in 1 application(s), 1 wave(s)
 
   APPLICATION  OBJECTS  NAMESPACES  AFTER (dependsOn)  WAITS ON OBJECTS OF
   settings           1  ml""",
     ),
     (
-        # Issue 31 item 8: generate says "Rendered … 1 objects", the plan 2: the line below the headline says why.
+        # Issue 31 item 8: generate says "Rendered … 1 object", the plan 2: the line below the headline says why.
         "a-secret-kfctl-generates",
         lambda: lone_application(secret=True),
         """\
 Plan: 2 objects in 1 application(s), 1 wave(s)
-  (the 1 objects generate renders, plus 1 Secret(s) kfctl generates in the cluster at apply)
+  (the 1 object generate renders, plus 1 Secret(s) kfctl generates in the cluster at apply)
 
   APPLICATION  OBJECTS  NAMESPACES  AFTER (dependsOn)  WAITS ON OBJECTS OF
   settings           2  ml""",

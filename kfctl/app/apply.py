@@ -41,6 +41,7 @@ from kfctl.plan.critical import Segment, critical_path
 from kfctl.plan.graph import Plan, application_id
 from kfctl.plan.latency import Latency, queue_waits, scheduling_latencies, summarize
 from kfctl.secrets.brought import check_brought
+from kfctl.wording import counted
 
 T = TypeVar("T")
 
@@ -229,7 +230,10 @@ def _record_old_and_new(run: _Run) -> None:
         merged, old = run.merged, run.old
         if run.persist(lambda: inventory.write(cluster, merged, previous=old)):
             run.summary.inventory_writes += 1
-            note(run.reporter, f"{run.where}: {len(merged.members)} objects recorded (old and new) before applying")
+            note(
+                run.reporter,
+                f"{run.where}: {counted(len(merged.members), 'object')} recorded (old and new) before applying",
+            )
     ClusterRecord(run.cluster_id, cluster.info.server, cluster.info.context).save(run.kfdef.app_dir)
 
 
@@ -305,7 +309,7 @@ def _record_final(run: _Run) -> None:
     with talking_to(run.cluster, f"recording the inventory {run.where} after applying"):
         if run.persist(lambda: inventory.write(run.cluster, final, previous=previous)):
             run.summary.inventory_writes += 1
-            note(run.reporter, f"{run.where}: {len(final.members)} objects recorded")
+            note(run.reporter, f"{run.where}: {counted(len(final.members), 'object')} recorded")
 
 
 def _summarize(run: _Run) -> None:
@@ -346,7 +350,7 @@ def announce(reporter: Reporter, plan: Plan) -> None:
     sizes = plan.sizes()  # a shared object counts under each application that renders it
     for app in plan.applications:
         after = f"; after {', '.join(app.depends_on)}" if app.depends_on else ""
-        message = f"{sizes[app.name]} objects{after}"
+        message = f"{counted(sizes[app.name], 'object')}{after}"
         reporter(Event("Planned", application_id(app.name), message, app=app.name, count=sizes[app.name]))
 
 
@@ -378,9 +382,10 @@ def _refuse_pruning_externals(old: inventory.Inventory | None, kfdef: KfDef) -> 
     counts = Counter(m.application for m in (old.members.values() if old else ()) if m.application in externals)
     if not counts:
         return
+    recorded = ", ".join(f"{app}: {counted(n, 'object')}" for app, n in sorted(counts.items()))
     raise OwnershipError(
         f"{', '.join(sorted(counts))}: marked external: true, but this install applied it "
-        f"({', '.join(f'{app}: {n} objects' for app, n in sorted(counts.items()))} in its inventory); kfctl "
+        f"({recorded} in its inventory); kfctl "
         "would prune what the KfDef says the cluster provides; nothing was written",
         hint=(
             "to keep kfctl managing it, drop external: true; to hand it over, first remove the application from "

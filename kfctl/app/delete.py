@@ -27,6 +27,7 @@ from kfctl.errors import ApiDeniedError, ClusterError, HealthError, KfctlError
 from kfctl.k8s.api import Cluster, NoKindMatch
 from kfctl.objects import ObjectKey, key_fields
 from kfctl.plan.graph import application_id
+from kfctl.wording import counted
 
 
 @dataclass
@@ -122,7 +123,7 @@ def _delete_locked(
     # An object several applications render (the inventory's alsoIn) counts under each of them, as apply's does.
     sizes = Counter(app for m in inv.members.values() for app in (m.application, *m.also_in))
     for app, n in sizes.items():
-        reporter(Event("Planned", application_id(app), f"{n} objects", app=app, count=n))
+        reporter(Event("Planned", application_id(app), counted(n, "object"), app=app, count=n))
     summary.shared = sum(1 for m in inv.members.values() if m.also_in)
     result = remove(
         cluster, inv.members.values(), applyset_id=inv.id, reporter=reporter, options=options, verb="Deleted"

@@ -21,6 +21,7 @@ from kfctl.objects import Obj, ObjectKey
 from kfctl.plan.graph import ExternalCheck
 from kfctl.secrets.declared import is_generated
 from kfctl.secrets.report import SecretState, describe_generated
+from kfctl.wording import counted
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class StatusReport:
             elif bad:
                 out[app] = progressing(f"{len(bad)} of {len(objs)} not ready")
             else:
-                out[app] = Health("ready", f"{len(objs)} objects ready")
+                out[app] = Health("ready", f"{counted(len(objs), 'object')} ready")
         return out
 
     @property

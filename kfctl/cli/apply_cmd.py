@@ -20,6 +20,7 @@ from kfctl.engine.remove import RemoveOptions
 from kfctl.errors import ApiDeniedError, Changed, OwnershipError
 from kfctl.plan.summary import summarize
 from kfctl.plan.text import format_summary
+from kfctl.wording import counted
 
 
 @click.command()
@@ -161,7 +162,7 @@ def apply(
         )
     s = summary
     text = (
-        f"{s.objects} objects: {s.created} created, {s.configured} configured, "
+        f"{counted(s.objects, 'object')}: {s.created} created, {s.configured} configured, "
         + (f"{s.corrected} corrected, " if s.corrected else "")
         + (f"{s.adopted} adopted, " if s.adopted else "")
         + (f"{s.recreated} recreated, " if s.recreated else "")
@@ -225,7 +226,9 @@ def format_dry_run(report: DryRunReport, *, verbose: bool = False) -> str:
     if report.shared:
         lines.append(shared_note(report.shared))
     counts = ", ".join(f"{n} {verdict}" for verdict, n in report.counts().items() if n)
-    lines.append(f"{len(report.verdicts)} objects: {counts or 'none'} (server-side dry run: nothing persisted)")
+    lines.append(
+        f"{counted(len(report.verdicts), 'object')}: {counts or 'none'} (server-side dry run: nothing persisted)"
+    )
     return "\n".join(lines)
 
 

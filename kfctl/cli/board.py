@@ -12,6 +12,7 @@ it counts under each of them here, as in apply's end table.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -23,6 +24,9 @@ REMOVED = frozenset({"Deleted", "Pruned"})
 LEFT = frozenset({"Kept", "Skipped"})
 TROUBLE = frozenset({"Failed", "Blocked", "Stuck"})
 MARKS = {"ready": "✓", "deleted": "✓", "failed": "×", "blocked": "×", "stuck": "×"}
+PENDING = "·"  # the mark of an application in no final state
+# On a terminal whose locale is not UTF-8 (kfctl.cli.output.glyphs_ok): the same marks in ASCII.
+ASCII_MARKS = {"ready": "+", "deleted": "+", "failed": "x", "blocked": "x", "stuck": "x", "": "."}
 Mode = Literal["apply", "delete"]
 
 
@@ -42,9 +46,10 @@ class _App:
 class Board:
     """Feed it events (call it); ``lines(now)`` is the view at wall-clock time ``now``."""
 
-    def __init__(self, mode: Mode, *, start: float) -> None:
+    def __init__(self, mode: Mode, *, start: float, marks: Mapping[str, str] | None = None) -> None:
         self.mode = mode
         self.start = start
+        self.marks = {**MARKS, "": PENDING} if marks is None else dict(marks)
         self.apps: dict[str, _App] = {}
 
     def __call__(self, event: Event) -> None:
@@ -101,7 +106,8 @@ class Board:
                 progress += f", {app.left} kept"
             end = app.ended if state in MARKS else None  # a final state: its time stops
             elapsed = "" if app.started is None else f"{(end or now) - self.start:.1f}s"
-            rows.append([MARKS.get(state, "·"), app.name, state, progress, elapsed, self._detail(app, state)])
+            mark = self.marks.get(state, self.marks[""])
+            rows.append([mark, app.name, state, progress, elapsed, self._detail(app, state)])
         return columns(("", "APPLICATION", "STATE", "OBJECTS", "TIME", ""), rows, align="lllrrl")
 
     @staticmethod

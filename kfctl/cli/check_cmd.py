@@ -3,8 +3,6 @@ checks by category, a hint per failure, one summary line; exit 0 all passed, 13 
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 
 import click
@@ -15,7 +13,7 @@ from kfctl.catalog.load import load_catalog
 from kfctl.check.model import CheckReport
 from kfctl.check.runner import PRE_CHECKS, PROBES, SMOKES
 from kfctl.cli.options import get_options, global_options
-from kfctl.cli.output import emit
+from kfctl.cli.output import emit, glyphs_ok
 from kfctl.cli.progress import Duration, check_progress
 from kfctl.cli.target import kfdef_target, resolve_kfdef
 from kfctl.errors import CheckFailed, CheckWarned, UsageError
@@ -115,7 +113,7 @@ def check(
                 smoke_timeout=smoke_timeout if smoke else 0.0,
                 on_start=progress,
             )
-    emit(opts, report.as_dict(), format_report(report, symbols=_unicode_ok(), pre=pre))
+    emit(opts, report.as_dict(), format_report(report, symbols=glyphs_ok(), pre=pre))
     if report.verdict == "fail":
         opts.exit_code = CheckFailed.exit_code
     elif report.verdict == "warn":
@@ -129,12 +127,6 @@ check.help = check.help.replace("CHECKS", ", ".join(f"{c.name} ({c.category})" f
 for param in check.params:
     if param.name == "smoke" and isinstance(param, click.Option) and param.help:
         param.help = param.help.replace("SMOKES", ", ".join(SMOKES))
-
-
-def _unicode_ok() -> bool:
-    """Symbols unless the terminal cannot show them or the user asked for plain output (NO_COLOR, TERM=dumb)."""
-    encoding = (getattr(sys.stdout, "encoding", "") or "").lower().replace("-", "")
-    return encoding == "utf8" and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
 
 
 def format_report(report: CheckReport, *, symbols: bool, pre: bool = True) -> str:

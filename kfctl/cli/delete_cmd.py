@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from kfctl import wording
 from kfctl.app.cluster import open_cluster
 from kfctl.app.delete import DeletePreview, DeleteSummary, delete_kfdef, preview_delete
 from kfctl.cli.options import dry_run_option, get_options, global_options
@@ -168,7 +169,7 @@ def format_preview(kfdef: KfDef, p: DeletePreview) -> str:
     if not p.found:
         return nothing_to_delete(kfdef)
     lines = [f"{o.member.key}: {WORDS[o.verdict]} (dry run)" + (f": {o.reason}" if o.reason else "") for o in p.objects]
-    lines.append(f"{len(p.objects)} objects: {counted(p)} (dry run: nothing was deleted)")
+    lines.append(f"{wording.counted(len(p.objects), 'object')}: {counted(p)} (dry run: nothing was deleted)")
     return "\n".join(lines)
 
 

@@ -13,6 +13,7 @@ from kfctl.cli.output import emit, machine_readable
 from kfctl.cli.target import kfdef_target, resolve_kfdef
 from kfctl.errors import UsageError
 from kfctl.repos.mirror import parse_flag
+from kfctl.wording import counted
 
 
 @click.command()
@@ -78,7 +79,7 @@ def generate(
     )
     verb = "Checked" if check else "Rendered"
     lines = [
-        f"{verb} {len(result.applications)} application(s), {result.objects} objects, "
+        f"{verb} {len(result.applications)} application(s), {counted(result.objects, 'object')}, "
         f"with {result.kustomize} in {result.seconds:.1f}s"
     ]
     if not check:

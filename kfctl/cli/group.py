@@ -16,7 +16,7 @@ import click
 
 from kfctl.cli.context import OutputFormat
 from kfctl.cli.options import TEXT_OUTPUTS, global_params
-from kfctl.errors import UsageError
+from kfctl.errors import InterruptedError_, UsageError
 
 
 class CommandGroup(click.Group):
@@ -38,3 +38,11 @@ class CommandGroup(click.Group):
             guess = f' (did you mean "{near[0]}"?)' if near else ""
             raise UsageError(f'unknown command "{name}"{guess}', hint=f"`{ctx.command_path} --help` lists the commands")
         return super().resolve_command(ctx, args)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Ctrl-C in a command is kfctl's error, printed as every error is: click's own handling of it would
+        print a blank line first and turn it into an Abort, which says nothing of what was interrupted."""
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as e:
+            raise InterruptedError_("interrupted by the user") from e

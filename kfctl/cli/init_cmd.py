@@ -10,18 +10,21 @@ from kfctl.app.init import init_app
 from kfctl.app.init_upstream import init_upstream
 from kfctl.catalog.load import load_catalog
 from kfctl.cli import completion
-from kfctl.cli.options import get_options, global_options
+from kfctl.cli.options import get_options, given_once, global_options
 from kfctl.cli.output import emit
+from kfctl.cli.target import AppDir
 from kfctl.errors import UsageError
 from kfctl.repos.mirror import parse_flag
+from kfctl.wording import counted
 
 
 @click.command()
-@click.argument("app_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("app_dir", type=AppDir(file_okay=False, path_type=Path, kfdef_flag=False))
 @click.option(
     "--platform",
     "-p",
-    default=None,
+    multiple=True,
+    callback=given_once,
     metavar="NAME",
     shell_complete=completion.platforms,
     help="Cluster kind: kind, gcp, aws, azure or generic (an existing cluster). Required without --upstream.",
@@ -29,7 +32,8 @@ from kfctl.repos.mirror import parse_flag
 @click.option(
     "--upstream",
     metavar="RELEASE",
-    default=None,
+    multiple=True,
+    callback=given_once,
     help="Scaffold upstream Kubeflow's full platform instead: one application per resource line of the "
     "release's example/kustomization.yaml. A tag (v1.11.0) or the URL or path of a release archive.",
 )
@@ -98,7 +102,8 @@ def init(
             mirrors=mirrors,
             force=force,
         )
-        text = [f"Wrote {up.kfdef} (upstream Kubeflow {up.release}, {len(up.applications)} applications from {up.uri})"]
+        applications = counted(len(up.applications), "application")
+        text = [f"Wrote {up.kfdef} (upstream Kubeflow {up.release}, {applications} from {up.uri})"]
         if up.not_applied:
             text.append(f"Not applied (kustomize Components of upstream's example): {', '.join(up.not_applied)}")
         text.append(f"Next: kfctl generate {app_dir}")
@@ -112,6 +117,7 @@ def init(
                 "notApplied": list(up.not_applied),
             },
             "\n".join(text),
+            quiet="",  # the result is the file
         )
         return
     if mirror_flags:
@@ -151,4 +157,5 @@ def init(
             "requiredPlatformParameters": list(result.required_platform_parameters),
         },
         "\n".join(text),
+        quiet="",  # the result is the file
     )

@@ -13,7 +13,7 @@ from kfctl.cli.options import get_options, global_options
 from kfctl.cli.output import columns, emit
 from kfctl.config.model import BUILTIN_REPO
 from kfctl.errors import MigrationDropped
-from kfctl.migrate.migrate import AppMapping, Migration, Setting, describe, replaced_repo_lines
+from kfctl.migrate.migrate import AppMapping, Setting, describe, replaced_repo_lines
 
 
 @click.command("migrate")
@@ -57,7 +57,11 @@ def migrate_cmd(file: Path, to: Path | None, force: bool, check: bool) -> None:
     """
     opts = get_options()
     result = migrate_file(file, load_catalog(), output=to, force=force, check=check)
-    emit(opts, _data(result), "\n".join(_text(result)))
+    if result.migration is None:
+        text = f"{file}: already a catalog KfDef ({result.already}); nothing to migrate"
+        emit(opts, {"source": str(file), "written": False, "alreadyMigrated": result.already}, text, quiet="")
+        return
+    emit(opts, _data(result), "\n".join(_text(result)), quiet="")  # -q: the result is the file
     if check and result.migration.dropped:
         opts.exit_code = MigrationDropped.exit_code
 
@@ -89,6 +93,7 @@ def _setting_lines(settings: tuple[Setting, ...]) -> list[str]:
 
 def _text(result: MigrateResult) -> list[str]:
     m = result.migration
+    assert m is not None
     lines = [f"Platform {m.platform} ({m.platform_from})."]
     if m.name_from_directory:
         lines.append(
@@ -125,7 +130,8 @@ def _absent(text: str) -> str | None:
 
 
 def _data(result: MigrateResult) -> dict[str, Any]:
-    m: Migration = result.migration
+    m = result.migration
+    assert m is not None
     return {
         "source": str(result.source),
         "output": str(result.output),

@@ -136,6 +136,15 @@ def get_options() -> GlobalOptions:
     return click.get_current_context().ensure_object(GlobalOptions)
 
 
+def given_once(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> str | None:
+    """The callback of an option declared ``multiple=True`` only to see it repeated: a choice such as init's
+    --upstream or --platform named twice is a mistake to say, not a value to drop (click keeps the last)."""
+    if len(values) > 1:
+        name = max(param.opts, key=len)
+        raise click.UsageError(f"{name} given {len(values)} times ({', '.join(values)}); give it once", ctx)
+    return values[0] if values else None
+
+
 # apply and diff: success is 0 whether or not anything changed, unless the script asks to tell them apart.
 detailed_exitcode_option = click.option(
     "--detailed-exitcode",

@@ -7,10 +7,11 @@ Commands hand a result (a JSON-able mapping plus its text rendering) to :func:`e
 from __future__ import annotations
 
 import json
+import os
 import sys
 import traceback
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TextIO
 
 import click
 import yaml
@@ -22,6 +23,30 @@ from kfctl.errors import KfctlError
 def machine_readable(opts: GlobalOptions) -> bool:
     """``-o json`` or ``-o yaml``: documents for a program, not text for a person."""
     return opts.output in ("json", "yaml")
+
+
+def glyphs_ok(stream: TextIO | None = None) -> bool:
+    """Whether to draw symbols (check's and the live view's marks, a braille spinner) or write words: symbols
+    only where the stream takes UTF-8, the user's locale is UTF-8, and no plain output is asked for (NO_COLOR,
+    TERM=dumb). The stream alone cannot tell: Python writes UTF-8 under LANG=C too (PEP 538, 540)."""
+    encoding = (getattr(stream or sys.stdout, "encoding", "") or "").lower().replace("-", "").replace("_", "")
+    if encoding != "utf8" or "NO_COLOR" in os.environ or os.environ.get("TERM") == "dumb":
+        return False
+    return utf8_locale(os.environ, coerced=bool(sys.flags.utf8_mode) and "PYTHONUTF8" not in os.environ)
+
+
+def utf8_locale(environ: Mapping[str, str], *, coerced: bool) -> bool:
+    """Whether the user's character locale is UTF-8: the first of LC_ALL, LC_CTYPE, LANG that is set, as POSIX
+    picks it (none: the C locale, which is not). With ``coerced`` (Python found a C locale at start and entered
+    its UTF-8 mode), an LC_CTYPE of C.UTF-8 is the one Python wrote into its own environment (PEP 538), not the
+    user's, and is passed over."""
+    for var in ("LC_ALL", "LC_CTYPE", "LANG"):
+        value = environ.get(var, "")
+        if not value or (var == "LC_CTYPE" and coerced and value == "C.UTF-8"):
+            continue
+        codeset = value.partition(".")[2].partition("@")[0]
+        return codeset.lower().replace("-", "") == "utf8"
+    return False
 
 
 # Every document -o json / -o yaml prints carries it (results, each event of a stream, errors). Bumped when a
@@ -38,11 +63,16 @@ def document(opts: GlobalOptions, data: Mapping[str, Any], *, stream: bool = Fal
     return json.dumps(data, sort_keys=True) if stream else json.dumps(data, indent=2, sort_keys=True)
 
 
-def emit(opts: GlobalOptions, data: Mapping[str, Any], text: str) -> None:
+def emit(opts: GlobalOptions, data: Mapping[str, Any], text: str, *, quiet: str | None = None) -> None:
     """Print one command result: ``data`` with ``-o json`` or ``-o yaml``, else ``text``. ``-q`` silences
-    progress and notes, never the result a person asked for (``kfctl -q version``, ``plan -q -o mermaid``)."""
+    progress and notes, never the result a person asked for (``kfctl -q version``, ``plan -q -o mermaid``):
+    where ``text`` is notes around a result, ``quiet`` is the result alone, what -q prints ("" for a command
+    whose result is the file it wrote: init, migrate)."""
     if machine_readable(opts):
         click.echo(document(opts, data))
+    elif opts.quiet and quiet is not None:
+        if quiet:
+            click.echo(quiet)
     elif text:
         click.echo(text)
 

@@ -20,9 +20,9 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.text import Text
 
-from kfctl.cli.board import Board, Mode
+from kfctl.cli.board import ASCII_MARKS, Board, Mode
 from kfctl.cli.context import GlobalOptions
-from kfctl.cli.output import document, machine_readable
+from kfctl.cli.output import document, glyphs_ok, machine_readable
 from kfctl.engine.events import Event
 
 # Shown without -v; the rest (Unchanged, Healthy of unwaited kinds …) only with -v.
@@ -77,7 +77,7 @@ class EventRenderer:
         self.start = time.monotonic()
         self.tty = self.stream.isatty() and opts.output == "text" and not opts.quiet
         self.console = Console(file=self.stream, highlight=False) if self.tty else None
-        self.board = Board(mode, start=time.time())
+        self.board = Board(mode, start=time.time(), marks=None if glyphs_ok(self.stream) else ASCII_MARKS)
         self.live: Live | None = None
         self._lock = threading.Lock()  # the engine's thread feeds the board, rich's refresh thread draws it
 
@@ -140,8 +140,10 @@ def check_progress(opts: GlobalOptions, *, stream: TextIO | None = None) -> Iter
     if not (stream.isatty() and opts.output == "text" and not opts.quiet):
         yield lambda _name: None
         return
-    with Console(file=stream, highlight=False).status("checking…") as status:
-        yield lambda name: status.update(f"checking {name}…")
+    # A braille spinner and "…" where the locale draws them; a line spinner and "..." where it would not.
+    spinner, more = ("dots", "…") if glyphs_ok(stream) else ("line", "...")
+    with Console(file=stream, highlight=False).status(f"checking{more}", spinner=spinner) as status:
+        yield lambda name: status.update(f"checking {name}{more}")
 
 
 def parse_duration(text: str) -> float:

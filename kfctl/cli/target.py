@@ -34,10 +34,24 @@ def kfdef_target(func: F) -> F:
 
 
 class AppDir(click.Path):
-    """APPDIR, which is a directory; a file given there is most likely the KfDef, so say how to pass one."""
+    """APPDIR, which is a directory; a file given there is most likely the KfDef, so say how to pass one
+    (``kfdef_flag``: the command takes -f). An empty one is refused: it is what an unset shell variable gives
+    (`kfctl init "$APP"`), and taken as the current directory it would write, or apply, the wrong thing."""
+
+    def __init__(self, *, kfdef_flag: bool = True, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.kfdef_flag = kfdef_flag
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "APPDIR"  # the README's and every help text's name, not click's APP_DIR
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, (str, Path)) and _is_file(Path(value)):
+        if isinstance(value, str) and value == "":
+            raise UsageError(
+                "APPDIR is empty: an unset variable?",
+                hint="name the directory, or . for the current one",
+            )
+        if self.kfdef_flag and isinstance(value, (str, Path)) and _is_file(Path(value)):
             command = ctx.command_path if ctx is not None else "kfctl"
             self.fail(
                 f"{value} is a file, and APPDIR is a directory; to use a KfDef file, pass it with -f: "

@@ -501,7 +501,8 @@ class Run:
                 self.unready[app] -= 1
                 if not self.unready[app]:  # the application's last object: say so, once
                     n = self.app_objects[app]
-                    self.report(Event("Healthy", application_id(app), f"all {n} objects ready", app=app))
+                    message = f"all {n} objects ready" if n != 1 else "its 1 object ready"
+                    self.report(Event("Healthy", application_id(app), message, app=app))
         self._changed(t)
 
     def _fail(self, t: Track, message: str, *, denied: bool = False) -> None:

@@ -12,6 +12,7 @@ from kfctl.plan import rules
 from kfctl.plan.graph import Plan
 from kfctl.plan.hoist import Hoist
 from kfctl.plan.summary import ApplicationSummary, PlanSummary, PodWebhookOrder, namespace_creator
+from kfctl.wording import counted
 
 CHAIN_WIDTH = 100  # the longest chain wraps between steps, so each line stays readable in a terminal
 LISTED = 3  # names listed before "and N more" in the summary
@@ -52,7 +53,7 @@ def format_plan(plan: Plan) -> str:
 
 
 def headline(objects: int, applications: int, waves: int) -> str:
-    return f"Plan: {objects} objects in {applications} application(s), {waves} wave(s)"
+    return f"Plan: {counted(objects, 'object')} in {applications} application(s), {waves} wave(s)"
 
 
 def format_summary(summary: PlanSummary) -> str:
@@ -80,7 +81,7 @@ def _count_origin(summary: PlanSummary) -> list[str]:
     """Why the plan's count is not the one `generate` printed ("Rendered … 236 objects", "Plan: 239 objects")."""
     if not summary.generated and not summary.copies and not summary.replaced:
         return []
-    parts = [f"the {summary.rendered} objects generate renders"]
+    parts = [f"the {counted(summary.rendered, 'object')} generate renders"]
     if summary.replaced:
         parts.append(
             f"{summary.replaced} of them Secret(s) holding upstream's shared credentials, which kfctl generates per "
