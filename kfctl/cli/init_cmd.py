@@ -10,7 +10,7 @@ from kfctl.app.init import init_app
 from kfctl.app.init_upstream import init_upstream
 from kfctl.catalog.load import load_catalog
 from kfctl.cli import completion
-from kfctl.cli.options import get_options, given_once, global_options
+from kfctl.cli.options import OnceOption, get_options, global_options
 from kfctl.cli.output import emit
 from kfctl.cli.target import AppDir
 from kfctl.errors import UsageError
@@ -23,8 +23,8 @@ from kfctl.wording import counted
 @click.option(
     "--platform",
     "-p",
-    multiple=True,
-    callback=given_once,
+    cls=OnceOption,
+    default=None,
     metavar="NAME",
     shell_complete=completion.platforms,
     help="Cluster kind: kind, gcp, aws, azure or generic (an existing cluster). Required without --upstream.",
@@ -32,8 +32,8 @@ from kfctl.wording import counted
 @click.option(
     "--upstream",
     metavar="RELEASE",
-    multiple=True,
-    callback=given_once,
+    cls=OnceOption,
+    default=None,
     help="Scaffold upstream Kubeflow's full platform instead: one application per resource line of the "
     "release's example/kustomization.yaml. A tag (v1.11.0) or the URL or path of a release archive.",
 )

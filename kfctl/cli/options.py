@@ -136,13 +136,25 @@ def get_options() -> GlobalOptions:
     return click.get_current_context().ensure_object(GlobalOptions)
 
 
-def given_once(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> str | None:
-    """The callback of an option declared ``multiple=True`` only to see it repeated: a choice such as init's
-    --upstream or --platform named twice is a mistake to say, not a value to drop (click keeps the last)."""
-    if len(values) > 1:
-        name = max(param.opts, key=len)
-        raise click.UsageError(f"{name} given {len(values)} times ({', '.join(values)}); give it once", ctx)
-    return values[0] if values else None
+class OnceOption(click.Option):
+    """An option that takes one value and refuses a second: a choice such as init's --upstream or --platform
+    named twice is a mistake to say, not a value to drop (click keeps the last). The parser collects every
+    occurrence (as for ``multiple``), the option is single-valued everywhere else (help, docs, the value)."""
+
+    def add_to_parser(self, parser: Any, ctx: click.Context) -> None:
+        self.multiple = True
+        try:
+            super().add_to_parser(parser, ctx)
+        finally:
+            self.multiple = False
+
+    def process_value(self, ctx: click.Context, value: Any) -> Any:
+        if isinstance(value, (list, tuple)):
+            if len(value) > 1:
+                name = max(self.opts, key=len)
+                raise click.UsageError(f"{name} given {len(value)} times ({', '.join(value)}); give it once", ctx)
+            value = value[0] if value else None
+        return super().process_value(ctx, value)
 
 
 # apply and diff: success is 0 whether or not anything changed, unless the script asks to tell them apart.
