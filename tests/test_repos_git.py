@@ -256,7 +256,8 @@ def test_uri_errors(uri: str, sha256: str | None, ref: str | None, message: str)
 def test_repo_names_that_are_not_plain_names_are_refused(tmp_path: Path, catalog: Catalog) -> None:
     app = tmp_path / "demo"
     path = write_kfdef(app, "./x", "v1")
-    path.write_text(KFDEF.format(uri="./x", ref="v1").replace("upstream", '"../../up"').replace('      ref: "v1"\n', ""))
+    text = KFDEF.format(uri="./x", ref="v1").replace("upstream", '"../../up"')
+    path.write_text(text.replace('      ref: "v1"\n', ""))
     with pytest.raises(ConfigError) as info:
         load_kfdef(path, catalog)
     assert info.value.details == [
