@@ -61,7 +61,7 @@ Typical flow:
   kfctl apply demo                    # install in dependency order, wait until healthy
 
 Exit codes: 0 ok, 1 error, 2 usage, 3 config, 4 render, 5 plan, 6 cluster, 7 API denied,
-8 health/timeout, 9 stale output, 11 owned by someone else, 12 locked by another run,
+8 health/timeout, 9 stale output, 10 fetch, 11 owned by someone else, 12 locked by another run,
 13 check: warnings only, 14 check: a check failed, 15 changes (apply/diff --detailed-exitcode),
 16 migrate --check: something would be dropped, 130 interrupted.
 
