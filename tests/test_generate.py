@@ -223,7 +223,7 @@ def test_no_kustomize_on_path_is_a_render_error_and_keeps_output(
         generate(kfdef, catalog)
     assert info.value.exit_code == 4
     assert info.value.message == "no kustomize v5+ found (neither kustomize nor kubectl is on PATH)"
-    assert "install kustomize v5" in (info.value.hint or "")
+    assert (info.value.hint or "").startswith("put kustomize v5 on PATH (its release binary: ")
     assert snapshot(app) == before
 
 

@@ -24,6 +24,7 @@ import yaml
 from test_legacy_kfdef import kfdef, write_tree
 from upstream import shared_fixture
 
+from kfctl import yamlio
 from kfctl.app.generate import generate
 from kfctl.catalog.load import load_catalog
 from kfctl.catalog.model import Catalog
@@ -429,7 +430,7 @@ def _vars(tree: Path, files: frozenset[Any]) -> dict[str, Var]:
 
 
 def _load_all(text: str) -> list[Any]:
-    return [d for d in yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d is not None]
+    return [d for d in yamlio.safe_load_all(text) if d is not None]
 
 
 def _strings(node: Any, path: Path_ = ()) -> Iterator[tuple[Path_, str]]:
