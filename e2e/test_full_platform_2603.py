@@ -73,9 +73,11 @@ def test_26_03_scaffolds_from_a_local_mirror_installs_healthy_and_deletes_clean(
     kubeconfig = module_cluster.kubeconfig
     app = tmp_path / NAME
     local = release_mirror.files_root / upstream_mirror.RELEASE_ARCHIVES  # holds 26.03.tar.gz, the fixture
-    with served(release_mirror) as flags:
-        # The remote bases through the test bed's servers; the release archive from the local directory (the
-        # longer prefix wins).
+    with served(release_mirror) as served_flags:
+        # The remote bases through the test bed's servers; the release archive from the local directory instead of
+        # the file server.
+        pairs = [served_flags[i + 1] for i in range(0, len(served_flags), 2)]
+        flags = [a for pair in pairs if not pair.startswith(f"{ARCHIVES}=") for a in ("--mirror", pair)]
         init = kfctl(
             "init", str(app), "--upstream", RELEASE, *flags, "--mirror", f"{ARCHIVES}={local}/", kubeconfig=kubeconfig
         )
