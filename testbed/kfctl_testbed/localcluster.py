@@ -976,7 +976,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def runtime_processes(state_dir: Path) -> list[tuple[str, int]]:
     """(<ns>/<pod> <container>, pid) of every container process the runtime runs now, from its logs' last
-    `--- runtime: start` line (the pid a restart got). A pid counts only while /proc/<pid>/exe is a binary in the
+    `--- runtime: start` line (the pid a restart got). A pid counts only while /proc/<pid>/exe names a binary of the
     operators' bin dir the runtime was started with (a reused pid is someone else); an unreadable line is skipped."""
     state = State.load(state_dir)
     runtime = next((p for p in (state.procs if state else []) if p.name == "runtime"), None)
@@ -993,7 +993,9 @@ def runtime_processes(state_dir: Path) -> list[tuple[str, int]]:
             ns, pod, container = log_path.stem.split("_", 2)
         except (IndexError, ValueError, OSError):
             continue
-        if os.path.dirname(exe) == bin_dir:
+        # A binary run from the pod's stage (a chrooted overlay of /, or bound there because a mountPath covers the
+        # cache) shows there from the host: /srv/root/<bin dir>/katib-controller. Its file name is the binary's.
+        if os.path.dirname(exe) == bin_dir or os.path.isfile(os.path.join(bin_dir, os.path.basename(exe))):
             found.append((f"{ns}/{pod} {container}", pid))
     return found
 
