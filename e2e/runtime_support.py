@@ -160,17 +160,18 @@ def process_start(pid: int) -> float:
     return boot + ticks / os.sysconf("SC_CLK_TCK")
 
 
-def http_status_in_netns(pid: int, port: int, path: str) -> int | None:
+def http_status_in_netns(pid: int, port: int, path: str, headers: dict[str, str] | None = None) -> int | None:
     """The HTTP status of GET http://127.0.0.1:<port><path> inside the network namespace of `pid` (None: no
-    answer), i.e. what the process answers its readiness probe. Never dials before the process is in a
-    network namespace of its own: 127.0.0.1 would still be the host's."""
+    answer), i.e. what the process answers its readiness probe (`headers`: the kubelet's, when the process tells a
+    probe from other requests by them). Never dials before the process is in a network namespace of its own:
+    127.0.0.1 would still be the host's."""
     try:
         if os.readlink(f"/proc/{pid}/ns/net") == os.readlink("/proc/self/ns/net"):
             return None
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
         conn.sock = connect_in_netns(pid, ("127.0.0.1", port), timeout=2)
         try:
-            conn.request("GET", path)
+            conn.request("GET", path, headers=headers or {})
             return conn.getresponse().status
         finally:
             conn.close()

@@ -7,10 +7,10 @@ upstream's own sources from ../shared/fixtures behind a real git server and an H
 
 What runs: the real operators the process runtime has a binary for, at the release's own versions (katib v0.19.0,
 KServe v0.15.2, Trainer v2.1.0 and its JobSet v0.10.1, the Spark operator v2.4.0, Knative Serving's controller,
-webhook and autoscaler (v0.43.1 standing in for 1.16.2), and kubeflow/kubeflow v1.10.0's profile controller, KFAM,
-notebook controller and PodDefault webhook built from ../shared/fixtures' source, its central dashboard and Jupyter,
-volumes and TensorBoards web apps (e2e/build-binaries --webapps; e2e/test_web_uis.py shows them answer), and
-oauth2-proxy v7.15.6 standing in for v7.13.0); kwok plays every other pod.
+webhook, autoscaler and activator (v0.43.1 standing in for 1.16.2), and kubeflow/kubeflow v1.10.0's profile
+controller, KFAM, notebook controller and PodDefault webhook built from ../shared/fixtures' source, its central
+dashboard and Jupyter, volumes and TensorBoards web apps (e2e/build-binaries --webapps; e2e/test_web_uis.py shows them
+answer), and oauth2-proxy v7.15.6 standing in for v7.13.0); kwok plays every other pod.
 Upstream's own test objects and scripts (the release's tests/) run against it as they run in upstream's CI.
 Webhooks whose server cannot be built here are played by the stand-in controller (kfctl_testbed.standin), which says so
 below: it admits unchanged (never injects a sidecar) and writes the caBundle as the server would for itself at start.
@@ -45,7 +45,8 @@ from full_platform_support import (
     unpack_release,
 )
 from harness import Cluster, poll
-from kfctl_testbed import upstream_mirror
+from kfctl_testbed import localcluster, upstream_mirror
+from runtime_support import http_status_in_netns, runtime_pid
 
 from kfctl import yamlio
 
@@ -277,8 +278,7 @@ def test_real_knative_serving_makes_its_certificate_validates_and_reconciles_a_s
     platform: Platform, release: Path
 ) -> None:
     """Knative Serving's controller, webhook and autoscaler run for real (v0.43.1, Knative 1.16.1, standing in for the
-    1.16.2 the release pins by digest: the module proxy refuses v0.43.2); kwok plays the activator, which is Ready
-    only with a websocket to the autoscaler's Service, and the runtime gives pods no network but loopback. The
+    1.16.2 the release pins by digest: the module proxy refuses v0.43.2), and the activator (its own test). The
     webhook made its own certificate in the release's empty Secret webhook-certs and wrote that CA into its three
     webhook configurations (no stand-in). A Service without a container is refused by the validating webhook's own
     message; a valid one is defaulted by the mutating webhook (the traffic block we did not send), and the real
@@ -344,6 +344,31 @@ def test_real_knative_serving_makes_its_certificate_validates_and_reconciles_a_s
         print(f"ksvc {name}: Configuration, Revision {name}-00001 and its Deployment ({', '.join(containers)})")
     finally:
         kubectl(platform.kubeconfig, "delete", "ksvc", name, "-n", USER_NS, "--wait=true")
+
+
+def test_knatives_activator_runs_for_real_and_is_ready_from_its_own_probe(platform: Platform) -> None:
+    """Knative's activator (v0.43.1 standing in for 1.16.2, like the rest of Knative Serving) is Ready only once its
+    websocket to the autoscaler's Service is up (its HealthHandler answers the kubelet's probe with the stat sink's
+    status): it reaches `autoscaler.knative-serving.svc.cluster.local:8080` through the cluster DNS and Service
+    proxy the runtime gives its pods (kfctl_testbed/podnet.py). The pod's Ready is the runtime's reading of the
+    activator's own readinessProbe (GET :8012 as the kubelet sends it), which the test sends again itself."""
+    assert platform.state_dir is not None
+    print(
+        f"{KNATIVE}/activator:",
+        runs_for_real(platform.kubeconfig, platform.state_dir, KNATIVE, "activator", "activator"),
+    )
+    pods = json.loads(kubectl(platform.kubeconfig, "get", "pods", "-n", KNATIVE, "-l", "app=activator", "-o", "json"))
+    [pod] = pods["items"]
+    conditions = {c["type"]: c["status"] for c in pod["status"].get("conditions") or []}
+    assert conditions.get("Ready") == "True", pod["status"]
+    [status] = pod["status"]["containerStatuses"]
+    assert status["ready"] and "running" in status["state"], status
+    log = localcluster.runtime_dir(platform.state_dir) / f"{KNATIVE}_{pod['metadata']['name']}_activator.log"
+    pid = runtime_pid(log.read_text(errors="replace"))
+    probe = pod["spec"]["containers"][0]["readinessProbe"]["httpGet"]
+    kubelet = {"User-Agent": "kube-probe/1.33", "Accept": "*/*"}
+    assert http_status_in_netns(pid, probe["port"], probe.get("path", "/"), kubelet) == 200
+    print(f"activator pod {pod['metadata']['name']}: Ready; its probe GET :{probe['port']} answers 200")
 
 
 def test_kfctl_check_smoke_probes_every_kind_it_can_sample_and_runs_a_trainjob(platform: Platform) -> None:

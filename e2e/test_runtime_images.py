@@ -66,7 +66,7 @@ def test_split_image(image: str, expected: tuple[str, str, str]) -> None:
         pytest.param("ghcr.io/kubeflow/spark-operator/controller:2.4.0", "spark-operator-v2.4.0", id="spark-2.4.0"),
         pytest.param("docker.io/kubeflow/spark-operator:2.1.0", "spark-operator-v2.4.0", id="spark-2.1.0-stand-in"),
         pytest.param("ghcr.io/kubeflow/spark-operator/controller:v2.4.0", None, id="spark-tags-have-no-v"),
-        # Knative Serving 1.16.2 (manifests v1.10.0 and v1.11.0) by digest only: v0.43.1 stands in; not the activator
+        # Knative Serving 1.16.2 (manifests v1.10.0 and v1.11.0) by digest only: v0.43.1 stands in, the activator too
         pytest.param(
             "gcr.io/knative-releases/knative.dev/serving/cmd/webhook"
             "@sha256:d42e2f83c9018779465860fdc67ce6ada3eac8ba8c47c5c2127c0bb45f9b328a",
@@ -76,8 +76,8 @@ def test_split_image(image: str, expected: tuple[str, str, str]) -> None:
         pytest.param(
             "gcr.io/knative-releases/knative.dev/serving/cmd/activator"
             "@sha256:cc39d40985f7b37ba384a857d194a24ac5eae7e204aac4ed9bf4ebfd8d62e721",
-            None,
-            id="knative-activator-stays-kwoks",
+            "knative-serving-activator-v0.43.1",
+            id="knative-activator-by-digest",
         ),
         pytest.param(
             "gcr.io/knative-releases/knative.dev/serving/cmd/webhook@sha256:0000", None, id="knative-other-digest"

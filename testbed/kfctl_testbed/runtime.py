@@ -140,11 +140,12 @@ RUNNABLE_IMAGES: dict[str, dict[str, str]] = {
     # app.kubernetes.io/version), by digest only, so the digests below name that release. Its module release
     # knative.dev/serving@v0.43.2 cannot be built here: the Go module proxy refuses it ("v0.43.2.info: 403 Forbidden
     # ... This module version is not available"). We run v0.43.1 (Knative 1.16.1, the patch release before it) for it;
-    # the full platform's test names it. Not the activator yet: it is Ready only once its websocket to the
-    # autoscaler's Service is up (the cluster DNS and Service proxy podnet.py gives pods); not run here yet.
+    # the full platform's test names it. The activator too: it is Ready once its websocket to the autoscaler's
+    # Service is up, through the cluster DNS and Service proxy the runtime gives its pods (podnet.py).
     **{
         f"gcr.io/knative-releases/knative.dev/serving/cmd/{command}": {digest: f"knative-serving-{command}-v0.43.1"}
         for command, digest in (
+            ("activator", "sha256:cc39d40985f7b37ba384a857d194a24ac5eae7e204aac4ed9bf4ebfd8d62e721"),
             ("autoscaler", "sha256:59c2e7ad52cea17bedfc2aca9b9e33060bb34f04d35fd71fe61147bcbdb881e4"),
             ("controller", "sha256:0e47362d044f8eac84595ed0a9fdf22e5dd5a07cc7a5df74e93eb5ad17ad4827"),
             ("webhook", "sha256:d42e2f83c9018779465860fdc67ce6ada3eac8ba8c47c5c2127c0bb45f9b328a"),

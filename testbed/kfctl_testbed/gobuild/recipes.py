@@ -271,7 +271,7 @@ RECIPES: tuple[Recipe, ...] = (
         versioned_names=True,
         estimate="cold: about 3 min on 2 cores",
     ),
-    # Knative Serving's control plane, not the activator (see kfctl_testbed/runtime.py).
+    # Knative Serving's control plane and its activator (which reaches the autoscaler's Service: podnet.py).
     Recipe(
         "knative serving",
         "other operators",
@@ -279,7 +279,7 @@ RECIPES: tuple[Recipe, ...] = (
         "knative.dev/serving",
         tuple(
             Command(f"knative-serving-{c}", f"knative.dev/serving/cmd/{c}")
-            for c in ("autoscaler", "controller", "webhook")
+            for c in ("activator", "autoscaler", "controller", "webhook")
         ),
         wrapper="knative-serving",
         versioned_names=True,
