@@ -39,6 +39,12 @@ LOGIN_FORM = (
     '<form method="post" action="/dex/auth/local/login?back=&amp;state=s1">'
     '<input name="login"><input name="password" type="password"></form>'
 )
+# oauth2-proxy v7's sign-in page (pkg/app/pagewriter/sign_in.html) with upstream's skip_provider_button = false
+SIGN_IN_PAGE = (
+    '<!DOCTYPE html><html><body><form method="GET" action="/oauth2/start">'
+    '<input type="hidden" name="rd" value="/">'
+    '<button type="submit" class="button block is-primary">Sign in with Dex</button></form></body></html>'
+)
 
 
 @dataclass
@@ -53,6 +59,8 @@ class Way:
     no_route: bool = False
     authz_down: bool = False  # the gateway cannot ask oauth2-proxy: Envoy's statusOnError, 403 with no body
     jwt_refused: bool = False  # the gateway's RequestAuthentication does not know the token's issuer
+    skip_provider_button: bool = False  # oauth2-proxy redirects to /oauth2/start instead of its sign-in page
+    signed_out: bool = False  # the callback sets no session: GET / shows the sign-in page again
 
 
 def handler(way: Way) -> type[BaseHTTPRequestHandler]:
@@ -80,12 +88,16 @@ def handler(way: Way) -> type[BaseHTTPRequestHandler]:
                 self.answer(200, f"<html>{LOGIN_FORM}</html>")
             elif path == "/dex/approval":
                 self.answer(303, Location="/oauth2/callback?code=c1&state=s1")
+            elif path == "/oauth2/callback" and way.signed_out:
+                self.answer(302, Location="/", Set_Cookie="_oauth2_proxy_csrf=x; Path=/")
             elif path == "/oauth2/callback":
                 self.answer(302, Location="/", Set_Cookie="oauth2_proxy_kubeflow=abc123; Path=/; HttpOnly")
             elif not session and way.authz_down:
                 self.answer(403)
-            elif not session:
+            elif not session and way.skip_provider_button:
                 self.answer(302, Location="/oauth2/start?rd=%2F")
+            elif not session:
+                self.answer(403, SIGN_IN_PAGE, Content_Type="text/html; charset=utf-8")
             elif way.jwt_refused:
                 self.answer(401, "Jwt issuer is not configured")
             elif path == ENV_INFO and way.no_route:
@@ -184,6 +196,13 @@ CHECK_ROWS = [
     ("backend down", {"backend_down": True}, "dashboard", "fail", (
         "backend: the dashboard behind the gateway does not answer /api/workgroup/env-info: 503 no healthy "
         "upstream")),
+    ("oauth2-proxy redirects instead of its sign-in page", {"skip_provider_button": True}, "login", "pass", (
+        "an unauthenticated GET / is sent to the OIDC provider (/oauth2/start → /dex/auth → /dex/auth/local/login → "
+        "/dex/approval → /oauth2/callback); user@example.com logs in with the password kfctl generated and gets a "
+        "session (cookie oauth2_proxy_kubeflow)")),
+    ("the callback gives no session", {"signed_out": True}, "login", "fail", (
+        "oauth2-proxy: after the login, GET / shows oauth2-proxy's sign-in page again (403): the callback set no "
+        "session cookie (cookies: _oauth2_proxy_csrf)")),
     ("backend down: the login still gets its session", {"backend_down": True}, "login", "pass", (
         "an unauthenticated GET / is sent to the OIDC provider (/oauth2/start → /dex/auth → /dex/auth/local/login → "
         "/dex/approval → /oauth2/callback); user@example.com logs in with the password kfctl generated and gets a "

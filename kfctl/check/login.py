@@ -2,9 +2,9 @@
 person log in, and does the dashboard answer for them?
 
 - ``login``: an unauthenticated ``GET /`` through the gateway is sent to the OIDC provider (oauth2-proxy's
-  ``/oauth2/start``, then Dex's ``/dex/auth…`` login form); the form, given the user and password kfctl generated
-  (Secret auth/kfctl-login), leads back through ``/oauth2/callback`` to a session cookie, and ``GET /`` with that
-  cookie is let through.
+  sign-in page and its button, or a redirect, to ``/oauth2/start``, then Dex's ``/dex/auth…`` login form); the
+  form, given the user and password kfctl generated (Secret auth/kfctl-login), leads back through
+  ``/oauth2/callback`` to a session cookie, and ``GET /`` with that cookie is let through.
 - ``dashboard``: with that session, the central dashboard's ``/api/workgroup/env-info`` answers for that user,
   with a namespace of theirs (a Profile they own).
 
@@ -40,6 +40,10 @@ TIMEOUT = 30.0
 LOGIN_FORM = re.compile(r"<form\b[^>]*>", re.I)
 ACTION = re.compile(r'action\s*=\s*"([^"]*)"', re.I)
 LOGIN_ERROR = re.compile(r'id\s*=\s*"login-error"[^>]*>\s*([^<]+?)\s*<', re.I)
+# oauth2-proxy's sign-in page (skip_provider_button = false, as upstream's oauth2_proxy.cfg has it): a 403 whose
+# button is a GET form to <proxy prefix>/start with the page to return to in a hidden "rd".
+SIGN_IN_FORM = re.compile(r'<form\b[^>]*\baction\s*=\s*"([^"]*/start)"[^>]*>(.*?)</form>', re.I | re.S)
+RD_INPUT = re.compile(r'<input\b[^>]*\bname\s*=\s*"rd"[^>]*\bvalue\s*=\s*"([^"]*)"', re.I)
 HINT_LOGIN = "kfctl dashboard APPDIR forwards the same gateway: open it and log in to see the page yourself"
 
 
@@ -128,6 +132,17 @@ def _local(location: str, current: str) -> str:
     return path + (f"?{parts.query}" if parts.query else "")
 
 
+def sign_in_button(answer: Answer) -> str | None:
+    """Where the "Sign in with …" button of oauth2-proxy's sign-in page goes (``/oauth2/start?rd=…``), if
+    ``answer`` is that page; a browser's click on it."""
+    form = SIGN_IN_FORM.search(answer.body)
+    if answer.status != 403 or form is None:
+        return None
+    rd = RD_INPUT.search(form.group(2))
+    start = _local(form.group(1), answer.path)
+    return start + ("?" + urlencode({"rd": html.unescape(rd.group(1))}) if rd else "")
+
+
 def hop_of(path: str) -> str:
     """Which server a path of the way in belongs to."""
     if path.startswith("/oauth2"):
@@ -157,7 +172,7 @@ def judge(answer: Answer, *, authenticated: bool) -> Broken:
         )
     if status in (401, 403) and not authenticated:
         # Envoy answers 403 (the provider's statusOnError) when it cannot ask oauth2-proxy; oauth2-proxy itself
-        # answers a browser with a redirect to the login, never a refusal.
+        # answers a browser with its sign-in page (403, a button to /oauth2/start) or a redirect to the login.
         return Broken(
             "oauth2-proxy",
             f"the gateway refused {where} instead of sending it to the login: {said} (oauth2-proxy, which the "
@@ -205,7 +220,8 @@ def log_in(port: int, username: str, password: str) -> tuple[Session, str]:
     """The login a browser makes; the session and the way it went (for the message). Broken names the hop."""
     browser = Browser(port)
     first = browser.request("GET", "/")
-    if first.status not in (301, 302, 303, 307, 308):
+    button = sign_in_button(first)
+    if button is None and first.status not in (301, 302, 303, 307, 308):
         if first.status == 200:
             raise Broken(
                 "oauth2-proxy",
@@ -214,7 +230,7 @@ def log_in(port: int, username: str, password: str) -> tuple[Session, str]:
                 "kubectl get authorizationpolicies -n istio-system",
             )
         raise judge(first, authenticated=False)
-    page = browser.follow(_local(first.location, "/"))
+    page = browser.follow(button or _local(first.location, "/"))
     if page.status != 200:
         raise judge(page, authenticated=False)
     form = LOGIN_FORM.search(page.body)
@@ -239,7 +255,15 @@ def log_in(port: int, username: str, password: str) -> tuple[Session, str]:
     if answer.status not in (301, 302, 303, 307, 308):
         raise judge(answer, authenticated=False)
     back = browser.follow(_local(answer.location, answer.path))
-    if back.status in (301, 302, 303, 307, 308) or (LOGIN_FORM.search(back.body) and 'name="password"' in back.body):
+    if sign_in_button(back):
+        raise Broken(
+            "oauth2-proxy",
+            f"after the login, GET / shows oauth2-proxy's sign-in page again ({back.status}): the callback set no "
+            f"session cookie (cookies: {', '.join(sorted(browser.cookies)) or 'none'})",
+            HINT_LOGIN,
+        )
+    again = LOGIN_FORM.search(back.body) and 'name="password"' in back.body
+    if back.status in (301, 302, 303, 307, 308) or again:
         raise Broken("oauth2-proxy", f"after the login, GET / is sent to the login again: {back.snippet()}")
     # The session exists once the callback set it: the dashboard behind "/" being down or unrouted is the
     # dashboard check's to name, not the login's.
