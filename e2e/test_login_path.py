@@ -13,13 +13,17 @@ what the gateway answers, request by request.
 from __future__ import annotations
 
 import base64
+import contextlib
 import http.client
 import json
 import re
+import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
@@ -29,6 +33,8 @@ from full_platform_support import served
 from harness import Cluster, poll
 from kfctl_testbed import jws, upstream_mirror
 from kfctl_testbed.dex_standin import bcrypt_matches
+
+from kfctl.secrets.upstream import CLIENT_SECRET as UPSTREAM_CLIENT_SECRET
 
 pytestmark = pytest.mark.e2e
 
@@ -256,14 +262,8 @@ def test_a_login_at_dex_through_the_gateway_gives_a_token_the_gateway_verifies_a
     # gateway verified the token with Dex's keys, and goes to the dashboard with kubeflow-userid from `email`.
     answer = call(gateway, "GET", "/api/workgroup/env-info", {"Authorization": f"Bearer {id_token}"})
     print(f"\nGET /api/workgroup/env-info as {USER}: {answer.status} {answer.text()[:200]}")
-    if answer.status == 200:  # a dashboard process answered: it read the user from kubeflow-userid
-        assert json.loads(answer.body)["user"] == USER
-    else:  # kwok plays the dashboard's pod: no process behind its Service, the gateway says so (Envoy's 503)
-        assert (answer.status, answer.text(), answer.headers.get("server")) == (
-            503,
-            "no healthy upstream",
-            STANDIN_SERVER,
-        )
+    assert answer.status == 200, answer.text()  # the dashboard's process read the user from kubeflow-userid
+    assert json.loads(answer.body)["user"] == USER
     log = container_log(
         platform, "istio-system", pod_of(platform, "istio-system", "app=istio-ingressgateway"), "istio-proxy"
     )
@@ -272,3 +272,147 @@ def test_a_login_at_dex_through_the_gateway_gives_a_token_the_gateway_verifies_a
         "VirtualService kubeflow/centraldashboard http[0] → centraldashboard.kubeflow.svc.cluster.local:80"
         in routed[-1]
     ), routed
+
+
+def read_document(stream: IO[str]) -> dict[str, Any]:
+    """The one JSON document `kfctl dashboard -o json` prints before it forwards (indented: lines until it parses)."""
+    text = ""
+    for line in stream:
+        text += line
+        with contextlib.suppress(ValueError):
+            return dict(json.loads(text))
+    raise AssertionError(f"kfctl dashboard printed no JSON document: {text!r}")
+
+
+def local(location: str) -> str:
+    """A redirect's target as a path through the forwarded port (Dex's issuer names the cluster's host)."""
+    parts = urlsplit(location.replace("&amp;", "&"))
+    return parts.path + (f"?{parts.query}" if parts.query else "")
+
+
+def test_kfctl_dashboard_forwards_to_the_gateway_and_curl_like_requests_log_in_with_the_generated_password(
+    platform: Installed,
+) -> None:
+    """Issue 48's must-show: `kfctl dashboard` forwards a local port to the gateway's pod through the API server,
+    prints the URL and where the password is kept (never the password), and plain HTTP requests through it log in
+    as a browser would: GET / is oauth2-proxy's sign-in page, its button leads to Dex's form, upstream's 12341234
+    is refused, the generated password gives a session cookie, and the dashboard answers for the user. Ctrl-C
+    ends it with exit 130."""
+    argv = [sys.executable, "-m", "kfctl.cli.main", "dashboard", str(platform.app), "--port", "0", "-o", "json"]
+    proc = subprocess.Popen(
+        [*argv, "--kubeconfig", platform.kubeconfig],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+    try:
+        assert proc.stdout is not None
+        doc = read_document(proc.stdout)
+        assert doc["login"] == {"username": USER, "passwordSecret": "auth/kfctl-login", "passwordKey": "password"}
+        assert doc["ingress"]["service"] == "istio-system/istio-ingressgateway"
+        password = login_password(platform)
+        assert password not in json.dumps(doc)
+        gateway = urlsplit(doc["url"]).netloc
+        cookies: dict[str, str] = {}
+
+        def step(method: str, target: str, form: dict[str, str] | None = None) -> Answer:
+            headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in cookies.items())} if cookies else {}
+            body = b""
+            if form is not None:
+                headers["Content-Type"] = "application/x-www-form-urlencoded"
+                body = urlencode(form).encode()
+            answer = call(gateway, method, target, headers, body)
+            cookies.update(answer.cookies)
+            return answer
+
+        def follow(answer: Answer) -> Answer:
+            for _ in range(6):
+                if answer.status not in (301, 302, 303) or "location" not in answer.headers:
+                    return answer
+                answer = step("GET", local(answer.headers["location"]))
+            raise AssertionError(f"too many redirects, at {answer.status}")
+
+        # oauth2-proxy's sign-in page (upstream's skip_provider_button = false): 403 and a button to /oauth2/start
+        first = poll(
+            lambda: (a := step("GET", "/")).status == 403 and "/oauth2/start" in a.text() and a,
+            timeout=60,
+            what="GET / answered with oauth2-proxy's sign-in page",
+        )
+        assert 'name="rd" value="/"' in first.text(), first.text()[:300]
+        page = follow(step("GET", "/oauth2/start?rd=%2F"))
+        assert page.status == 200 and 'name="password"' in page.text(), page.text()[:300]
+        match = re.search(r'action="([^"]*)"', page.text())
+        assert match, page.text()[:300]
+        wrong = step("POST", local(match.group(1)), {"login": USER, "password": "12341234"})  # upstream's, not ours
+        assert (wrong.status, "Invalid Email Address and password." in wrong.text()) == (200, True)
+        right = step("POST", local(match.group(1)), {"login": USER, "password": password})
+        assert right.status == 303, right.text()
+        follow(right)
+        info = step("GET", "/api/workgroup/env-info")
+        print(f"\nkfctl dashboard {doc['url']}: env-info as {USER}: {info.status} {info.text()[:200]}")
+        assert info.status == 200, info.text()
+        assert json.loads(info.body)["user"] == USER
+    finally:
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=30)
+    assert code == 130, proc.stderr.read() if proc.stderr else ""
+
+
+def test_kfctl_check_login_and_dashboard_pass(platform: Installed) -> None:
+    run = kfctl("check", str(platform.app), "--only", "login,dashboard", kubeconfig=platform.kubeconfig)
+    checks = {c["name"]: c for c in json.loads(run.stdout)["checks"]}
+    print("\nkfctl check:", *(f"{n}: {c['verdict']} {c['message']}" for n, c in checks.items()), sep="\n  ")
+    assert [(n, c["verdict"]) for n, c in checks.items()] == [("login", "pass"), ("dashboard", "pass")], checks
+
+
+def test_a_person_logs_in_through_oauth2_proxy_and_dex_and_the_dashboard_knows_them(
+    platform: Installed, gateway: str
+) -> None:
+    """What a browser does: the sign-in page, oauth2-proxy's start, Dex's form, the callback, then the dashboard
+    with the session cookie (oauth2-proxy gives the gateway the ID token, the gateway the user's header)."""
+    jar: dict[str, str] = {}
+    password = login_password(platform)
+    # Both ends of the OIDC client hold the one secret kfctl drew for this install, not upstream's: oauth2-proxy's
+    # Secret (kustomize's secretGenerator names it oauth2-proxy-<hash>) and Dex's.
+    [proxy_secret] = [
+        n.split("/", 1)[1]
+        for n in kubectl(platform.kubeconfig, "get", "secrets", "-n", "oauth2-proxy", "-o", "name").split()
+        if re.fullmatch(r"secret/oauth2-proxy-[a-z0-9]{10}", n)
+    ]
+    client_secret = secret(platform, "auth", "dex-oidc-client")["OIDC_CLIENT_SECRET"]
+    assert secret(platform, "oauth2-proxy", proxy_secret)["client-secret"] == client_secret
+    assert client_secret != UPSTREAM_CLIENT_SECRET and len(client_secret) == 32
+
+    def browse(method: str, target: str, body: dict[str, str] | None = None) -> Answer:
+        headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in jar.items())} if jar else {}
+        if body is not None:
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+        answer = call(gateway, method, target, headers, urlencode(body).encode() if body is not None else b"")
+        jar.update(answer.cookies)
+        print(f"  {method} {target.split('?')[0]} → {answer.status} {answer.headers.get('location', '')[:60]}")
+        return answer
+
+    print()
+    first = poll(
+        lambda: (a := browse("GET", "/")).status in (302, 403) and a.headers.get("server") != STANDIN_SERVER and a,
+        timeout=120,
+        what="oauth2-proxy's answer to an unauthenticated GET / through the gateway",
+    )
+    assert "/oauth2/start" in first.text() + first.headers.get("location", ""), first.text()[:500]
+    start = browse("GET", "/oauth2/start?rd=%2F")
+    assert start.status == 302 and start.headers["location"].startswith("/dex/auth?"), start.headers
+    to_form = browse("GET", start.headers["location"])
+    form_url = to_form.headers["location"]
+    assert browse("GET", form_url).status == 200
+    wrong = browse("POST", form_url, {"login": USER, "password": "not it"})
+    assert (wrong.status, "Invalid Email Address and password." in wrong.text()) == (200, True)
+    right = browse("POST", form_url, {"login": USER, "password": password})
+    approved = browse("GET", right.headers["location"])
+    assert urlsplit(approved.headers["location"]).path == "/oauth2/callback"
+    callback = browse("GET", approved.headers["location"])
+    assert callback.status == 302, callback.text()[:500]
+    assert "oauth2_proxy_kubeflow" in jar, jar.keys()
+    env = browse("GET", "/api/workgroup/env-info")
+    assert env.status == 200, env.text()[:500]
+    assert json.loads(env.body)["user"] == USER
