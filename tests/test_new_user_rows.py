@@ -153,6 +153,15 @@ ROWS = [
         not_written=("x",),
     ),
     Row(
+        "row-04-a-prefix-mirrored-twice-is-refused-where-typed",
+        ("init", "x", "--upstream", "26.03", *MIRROR_TO_TAGS, "--mirror", f"{TAGS}={{tmp}}/other/"),
+        2,
+        f"Error (usage error): --mirror {TAGS} is given twice (={{tmp}}/tags and ={{tmp}}/other)",
+        contains="give each URL prefix one --mirror; the longest matching prefix wins",
+        files=RELEASE_2603,
+        not_written=("x",),
+    ),
+    Row(
         "row-05-global-option-after-a-group",
         ("secrets", "-o", "json", "apply", "demo"),
         3,

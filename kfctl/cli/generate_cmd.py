@@ -12,7 +12,7 @@ from kfctl.cli.options import get_options, global_options
 from kfctl.cli.output import emit, machine_readable
 from kfctl.cli.target import kfdef_target, resolve_kfdef
 from kfctl.errors import UsageError
-from kfctl.repos.mirror import parse_flag
+from kfctl.repos.mirror import parse_flags
 from kfctl.wording import counted
 
 
@@ -73,7 +73,7 @@ def generate(
     if offline and refresh:
         raise UsageError("--offline and --refresh contradict each other: refreshing needs the network")
     kfdef = resolve_kfdef(app_dir, kfdef_file)
-    mirrors = tuple(parse_flag(text, base_dir=Path.cwd()) for text in mirror_flags)
+    mirrors = parse_flags(mirror_flags, base_dir=Path.cwd())
     result = run_generate(
         kfdef, load_catalog(), check=check, jobs=jobs, offline=offline, refresh=refresh, mirrors=mirrors
     )

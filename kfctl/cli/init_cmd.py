@@ -14,7 +14,7 @@ from kfctl.cli.options import OnceOption, get_options, global_options
 from kfctl.cli.output import emit
 from kfctl.cli.target import AppDir
 from kfctl.errors import UsageError
-from kfctl.repos.mirror import parse_flag
+from kfctl.repos.mirror import parse_flags
 from kfctl.wording import counted
 
 
@@ -93,7 +93,7 @@ def init(
     if upstream is not None:
         if components is not None:
             raise UsageError("--components picks catalog components; --upstream takes the release's own lines")
-        mirrors = tuple(parse_flag(text, base_dir=Path.cwd()) for text in mirror_flags)
+        mirrors = parse_flags(mirror_flags, base_dir=Path.cwd())
         up = init_upstream(
             app_dir=app_dir,
             release=upstream,

@@ -39,7 +39,7 @@ class Mapped:
         return f"{self.location} ({self.mirror.describe()})"
 
 
-__all__ = ["Mapped", "Mirror", "Mirrors", "is_url", "normalise", "parse_flag"]
+__all__ = ["Mapped", "Mirror", "Mirrors", "is_url", "normalise", "parse_flag", "parse_flags"]
 
 
 def is_url(text: str) -> bool:
@@ -71,6 +71,21 @@ def parse_flag(text: str, *, base_dir: Path) -> Mirror:
         splits[0],
     )
     return normalise(prefix, location, base_dir=base_dir)
+
+
+def parse_flags(texts: Iterable[str], *, base_dir: Path) -> tuple[Mirror, ...]:
+    """Every ``--mirror`` of one command. A prefix given twice is refused here, where the user typed it: `init`
+    would write both into ``spec.mirrors``, which the KfDef's own check then refuses at the next command."""
+    mirrors: dict[str, Mirror] = {}
+    for text in texts:
+        mirror = parse_flag(text, base_dir=base_dir)
+        if (first := mirrors.setdefault(mirror.prefix, mirror)) is not mirror:
+            raise UsageError(
+                f"--mirror {mirror.prefix} is given twice (={first.location} and ={mirror.location})",
+                hint="give each URL prefix one --mirror; the longest matching prefix wins, so a longer one may "
+                "point a part of it elsewhere",
+            )
+    return tuple(mirrors.values())
 
 
 @dataclass(frozen=True)
