@@ -5,8 +5,10 @@ with the release's archive on disk writes it), generated, installed healthy on a
 Every resource line of upstream's 26.03 example/kustomization.yaml is an application. The remote bases it fetches
 (argo-workflows, lws, JobSet's release asset) come from the test bed's mirror on 127.0.0.1, as in
 test_full_platform.py; GitHub is out of reach (a dead proxy). What runs for real is what the process runtime has a
-binary for (the operators named in test_full_platform.py's docstring, where 26.03 asks for the same images); kwok
-plays the other pods, and the stand-in controller the webhooks whose servers cannot be built here (listed below).
+binary for (the operators named in test_full_platform.py's docstring; for 26.03's Knative Serving 1.21.1, its own
+release, knative.dev/serving v0.48.1; Dex 2.45.0 and the Istio gateway by the test bed's stand-ins, as for v1.11.0);
+kwok plays the other pods, and the stand-in controller the webhooks whose servers cannot be built here (listed
+below).
 
 The oracles are upstream's example (the applications, in its order) and the API server: every Deployment,
 StatefulSet and DaemonSet the install labelled has all its replicas available, read with kubectl; after delete, no

@@ -140,15 +140,35 @@ RUNNABLE_IMAGES: dict[str, dict[str, str]] = {
     # app.kubernetes.io/version), by digest only, so the digests below name that release. Its module release
     # knative.dev/serving@v0.43.2 cannot be built here: the Go module proxy refuses it ("v0.43.2.info: 403 Forbidden
     # ... This module version is not available"). We run v0.43.1 (Knative 1.16.1, the patch release before it) for it;
-    # the full platform's test names it. The activator too: it is Ready once its websocket to the autoscaler's
-    # Service is up, through the cluster DNS and Service proxy the runtime gives its pods (podnet.py).
+    # the full platform's test names it. Manifests 26.03 pin Knative Serving 1.21.1 (the second digests), whose module
+    # release v0.48.1 is served and built as itself. The activator too: it is Ready once its websocket to the
+    # autoscaler's Service is up, through the cluster DNS and Service proxy the runtime gives its pods (podnet.py).
     **{
-        f"gcr.io/knative-releases/knative.dev/serving/cmd/{command}": {digest: f"knative-serving-{command}-v0.43.1"}
-        for command, digest in (
-            ("activator", "sha256:cc39d40985f7b37ba384a857d194a24ac5eae7e204aac4ed9bf4ebfd8d62e721"),
-            ("autoscaler", "sha256:59c2e7ad52cea17bedfc2aca9b9e33060bb34f04d35fd71fe61147bcbdb881e4"),
-            ("controller", "sha256:0e47362d044f8eac84595ed0a9fdf22e5dd5a07cc7a5df74e93eb5ad17ad4827"),
-            ("webhook", "sha256:d42e2f83c9018779465860fdc67ce6ada3eac8ba8c47c5c2127c0bb45f9b328a"),
+        f"gcr.io/knative-releases/knative.dev/serving/cmd/{command}": {
+            digest_1_16_2: f"knative-serving-{command}-v0.43.1",
+            digest_1_21_1: f"knative-serving-{command}-v0.48.1",
+        }
+        for command, digest_1_16_2, digest_1_21_1 in (
+            (
+                "activator",
+                "sha256:cc39d40985f7b37ba384a857d194a24ac5eae7e204aac4ed9bf4ebfd8d62e721",
+                "sha256:cf8d126fc08e596b742025f6e53c97abf921f7bd6394d29c200e79c1c323dc6e",
+            ),
+            (
+                "autoscaler",
+                "sha256:59c2e7ad52cea17bedfc2aca9b9e33060bb34f04d35fd71fe61147bcbdb881e4",
+                "sha256:35045ef7c35c6151f0565094cc5ec240a886ba2e5a844366b22a074342af3edf",
+            ),
+            (
+                "controller",
+                "sha256:0e47362d044f8eac84595ed0a9fdf22e5dd5a07cc7a5df74e93eb5ad17ad4827",
+                "sha256:622546def05a9b181123d35ede4e4a6e60d7751ae558ea2c5306978b30c24d5c",
+            ),
+            (
+                "webhook",
+                "sha256:d42e2f83c9018779465860fdc67ce6ada3eac8ba8c47c5c2127c0bb45f9b328a",
+                "sha256:8754cefd1f1db905495de5ba707b37459cc212b830d40962162654986d264d74",
+            ),
         )
     },
 }
@@ -159,6 +179,7 @@ RUNNABLE_IMAGES: dict[str, dict[str, str]] = {
 STANDIN_IMAGES: dict[str, dict[str, str]] = {
     # Dex: its module github.com/dexidp/dex has no /v2 path, so the Go module proxy serves no v2 release.
     "ghcr.io/dexidp/dex": {
+        "v2.45.0": "kfctl_testbed.dex_standin",  # Kubeflow manifests 26.03
         "v2.44.0": "kfctl_testbed.dex_standin",  # Kubeflow manifests v1.11.0
         "v2.41.1": "kfctl_testbed.dex_standin",  # v1.10.0
     },

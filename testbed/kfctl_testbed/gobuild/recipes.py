@@ -271,7 +271,8 @@ RECIPES: tuple[Recipe, ...] = (
         versioned_names=True,
         estimate="cold: about 3 min on 2 cores",
     ),
-    # Knative Serving's control plane and its activator (which reaches the autoscaler's Service: podnet.py).
+    # Knative Serving's control plane and its activator (which reaches the autoscaler's Service: podnet.py), for
+    # Kubeflow manifests v1.10.0/v1.11.0 and (another release) 26.03.
     Recipe(
         "knative serving",
         "other operators",
@@ -282,6 +283,7 @@ RECIPES: tuple[Recipe, ...] = (
             for c in ("activator", "autoscaler", "controller", "webhook")
         ),
         wrapper="knative-serving",
+        other_releases=True,
         versioned_names=True,
         directives="upstream's",
         unknown_to_sumdb=frozenset({"v0.43.1"}),
