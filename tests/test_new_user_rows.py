@@ -5,7 +5,10 @@ line the row is about, if any → the files the run must have written, and those
 Each run starts in an empty directory ({tmp}, also the working directory) holding the row's ``files``; a file
 whose text is ``SHARED:<name>`` is a copy of ../shared/fixtures/<name>. A row with an ``env`` runs kfctl as a
 subprocess with exactly that environment (besides PATH and HOME): the locale is read when Python starts, so it
-cannot be set in-process. Rows whose number is missing belong to other work on the issue; append them here.
+cannot be set in-process. Row 8 is row-04's last column. Rows 20 and 21 are no command's first line: row 20 (objects
+a webhook admits wait for its backend's rollout) is tests/test_engine_webhook_rollout.py's table, with a real
+rollout in e2e/test_webhook_rollout.py and a real KServe upgrade in e2e/test_upstream_releases.py; row 21 (the host
+as the test bed found it) is e2e/test_runtime_mounts.py and e2e/test_runtime_network.py.
 """
 
 from __future__ import annotations
