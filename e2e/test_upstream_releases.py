@@ -34,6 +34,7 @@ from kfctl_testbed import poll as polling
 from runtime_support import TFJOBS, condition, create_tfjob, tfjob
 
 from kfctl import yamlio
+from kfctl.health.webhook import REVISION_ANNOTATION, previous_rollout_pods
 
 pytestmark = pytest.mark.e2e
 
@@ -206,6 +207,30 @@ def run_tfjob(api: kube_rest.Client, name: str) -> dict[str, Any]:
     return job
 
 
+def webhook_server_pods(api: kube_rest.Client, deployment: str, service: str) -> str:
+    """The revision of Deployment kubeflow/`deployment`, once the endpoints of Service kubeflow/`service` are all
+    pods of its current ReplicaSet and previous_rollout_pods, on the controllers' own objects, finds none older."""
+    dep = api.get(f"/apis/apps/v1/namespaces/kubeflow/deployments/{deployment}")
+    assert dep is not None
+    selector = ",".join(f"{k}={v}" for k, v in sorted(dep["spec"]["selector"]["matchLabels"].items()))
+    replica_sets = api.list("/apis/apps/v1/namespaces/kubeflow/replicasets", query={"labelSelector": selector})
+    slices = api.list(
+        "/apis/discovery.k8s.io/v1/namespaces/kubeflow/endpointslices",
+        query={"labelSelector": f"kubernetes.io/service-name={service}"},
+    )
+    revision = dep["metadata"]["annotations"][REVISION_ANNOTATION]
+    (current,) = [
+        rs["metadata"]["name"]
+        for rs in replica_sets
+        if rs["metadata"]["annotations"][REVISION_ANNOTATION] == revision
+        and rs["metadata"]["ownerReferences"][0]["uid"] == dep["metadata"]["uid"]
+    ]
+    listed = [ep["targetRef"]["name"] for s in slices for ep in s.get("endpoints") or []]
+    assert listed and all(name.startswith(f"{current}-") for name in listed), (current, listed)
+    assert previous_rollout_pods(dep, replica_sets, slices) == ()
+    return str(revision)
+
+
 def crds(api: kube_rest.Client, names: list[str]) -> dict[str, tuple[str, list[str]]]:
     """CRD name → (uid, status.storedVersions)."""
     out = {}
@@ -285,6 +310,7 @@ def test_v1_10_upgrades_to_v1_11_in_place_then_deletes_clean(fresh_cluster: Clus
         crds_before = crds(api, crd_names)
         pvc_before = api.get("/api/v1/namespaces/kubeflow/persistentvolumeclaims/katib-mysql")
         assert pvc_before is not None
+        kserve_before = webhook_server_pods(api, "kserve-controller-manager", "kserve-webhook-server-service")
 
     # The upgrade: the same KfDef, pointed at the new release and its paths.
     write_kfdef(app, new)
@@ -317,6 +343,20 @@ def test_v1_10_upgrades_to_v1_11_in_place_then_deletes_clean(fresh_cluster: Clus
     runs_the_binaries(fresh_cluster.state_dir, new.binaries)
     status = kfctl("status", str(app), kubeconfig=kubeconfig)
     assert status.code == 0, status.explain()
+    # KServe's webhook rules differ between the two (v0.15.2 validates a serving runtime's workerSpec, v0.14.1 does
+    # not): what it admits waited for the rollout of its server (issue 51 row 20), so when apply ends its Service
+    # lists only pods of the Deployment's current ReplicaSet, as the controllers themselves record it.
+    configured = {e["subject"]: i for i, e in enumerate(run.events) if e["event"] in ("Configured", "Created")}
+    backend = next(
+        i
+        for i, e in enumerate(run.events)
+        if e["event"] == "Healthy" and e["subject"] == "webhook backend kubeflow/kserve-webhook-server-service"
+    )
+    assert configured["Deployment.apps kubeflow/kserve-controller-manager"] < backend
+    assert backend < min(i for sid, i in configured.items() if sid.startswith("ClusterServingRuntime."))
+    with closing(kube_rest.Client(kubeconfig)) as api:
+        kserve_after = webhook_server_pods(api, "kserve-controller-manager", "kserve-webhook-server-service")
+        assert int(kserve_after) > int(kserve_before)  # it rolled out
 
     with closing(kube_rest.Client(kubeconfig)) as api:
         # CRDs were updated in place: same objects, stored versions kept, custom resources still there.
