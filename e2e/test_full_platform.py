@@ -375,14 +375,15 @@ def test_kfctl_check_smoke_probes_every_kind_it_can_sample_and_runs_a_trainjob(p
     """`kfctl check --smoke` on a platform of upstream's trees (no catalog component): the probes follow the kinds
     the cluster serves. Each dry run goes through the real webhooks (Trainer's, KServe's, Katib's, the PodDefault
     webhook, the notebook controller has none) or the stand-in's; the TrainJob runs to Complete on the real
-    Trainer and JobSet, in a Profile's namespace the real profile controller took over."""
-    # Not the login and dashboard checks (category dashboard, registered since the platform has an Istio Gateway):
-    # on this test bed no process plays the ingress gateway, Dex or the dashboard yet (issue 48 items 2-3).
-    without_login = ("--skip", "login,dashboard")
-    run = kfctl("check", str(platform.app), "--smoke", *without_login, kubeconfig=platform.kubeconfig, timeout=900)
+    Trainer and JobSet, in a Profile's namespace the real profile controller took over. The login and dashboard
+    checks (category dashboard: the platform has an Istio Gateway) log in through the gateway and Dex stand-ins,
+    the real oauth2-proxy and central dashboard."""
+    run = kfctl("check", str(platform.app), "--smoke", kubeconfig=platform.kubeconfig, timeout=900)
     assert run.code == 0, run.explain()
     checks = {c["name"]: c for c in json.loads(run.stdout)["checks"]}
-    probed = [n for n, c in checks.items() if c["category"] not in ("cluster", "health")]
+    login = {n: c["verdict"] for n, c in checks.items() if c["category"] == "dashboard"}
+    assert login == {"login": "pass", "dashboard": "pass"}, checks
+    probed = [n for n, c in checks.items() if c["category"] not in ("cluster", "health", "dashboard")]
     assert probed == [
         "certificate",
         "trainjob",
@@ -400,7 +401,7 @@ def test_kfctl_check_smoke_probes_every_kind_it_can_sample_and_runs_a_trainjob(p
         r"deleted",
         checks["smoke-trainjob"]["message"],
     ), checks
-    print("\nkfctl check --smoke:", *(f"{n}: {checks[n]['message']}" for n in probed), sep="\n  ")
+    print("\nkfctl check --smoke:", *(f"{n}: {checks[n]['message']}" for n in [*login, *probed]), sep="\n  ")
 
 
 def upstream_script(platform: Platform, release: Path, *args: str) -> subprocess.CompletedProcess[str]:
