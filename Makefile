@@ -5,7 +5,8 @@
 # Everything is installed by the project itself: a virtualenv with kfctl and its dev tools, kustomize if the
 # machine has neither `kustomize` nor `kubectl kustomize`, the local control plane's binaries, the Kubeflow
 # operators that testbed/kfctl_testbed/runtime.py runs on its fake nodes, the web UIs it runs for the full platform (built
-# with the system's Node.js and npm) and Flux's controllers (e2e/test_gitops_flux.py).
+# with the system's Node.js and npm), Flux's controllers (e2e/test_gitops_flux.py) and Debian's chromium
+# (e2e/test_browser.py).
 
 PYTHON ?= python3
 VENV   := .venv
@@ -16,7 +17,7 @@ TOOLS  := $(shell e2e/build-binaries --print-bin-dir 2>/dev/null)
 export PATH := $(TOOLS):$(CURDIR)/$(BIN):$(PATH)
 export GOTOOLCHAIN := local
 
-.PHONY: setup tools bytecode wheelhouse docs demo demo-down test lint unit clean
+.PHONY: setup tools browser bytecode wheelhouse docs demo demo-down test lint unit clean
 
 $(BIN)/.installed: pyproject.toml setup.py testbed/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,7 +45,11 @@ $(WHEELHOUSE)/.built: $(BIN)/.installed pyproject.toml setup.py
 	touch $@
 wheelhouse: $(WHEELHOUSE)/.built
 
-setup: $(BIN)/.installed bytecode tools wheelhouse
+# Debian's chromium and chromium-driver for e2e/test_browser.py (apt-get, only when missing; needs root).
+browser:
+	e2e/setup-browser
+
+setup: $(BIN)/.installed bytecode tools wheelhouse browser
 
 # The demo builds only what it runs (the control plane, the three operators of the kind platform's defaults);
 # make test builds the rest (helm, other releases, JobSet, Trainer, Flux).
