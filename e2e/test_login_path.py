@@ -13,77 +13,33 @@ what the gateway answers, request by request.
 from __future__ import annotations
 
 import base64
-import contextlib
 import http.client
 import json
 import re
-import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
-from typing import IO, Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
-import yaml
 from apply_support import REPO, kfctl, kubectl
-from full_platform_support import served
 from harness import Cluster, poll
 from kfctl_testbed import jws, upstream_mirror
-from kfctl_testbed.dex_standin import bcrypt_matches
+from login_support import LOGIN_PATH, USER, Installed, install_part, kfctl_dashboard, login_password, secret
 
 from kfctl.secrets.upstream import CLIENT_SECRET as UPSTREAM_CLIENT_SECRET
 
 pytestmark = pytest.mark.e2e
 
 NAME = "login"
-# The lines of upstream's example/kustomization.yaml the login path needs (kfdef.yaml keeps only these).
-LOGIN_PATH = (
-    "common/istio/istio-crds/base",
-    "common/istio/istio-namespace/base",
-    "common/istio/istio-install/overlays/oauth2-proxy",
-    "common/oauth2-proxy/overlays/m2m-dex-only",
-    "common/dex/overlays/oauth2-proxy",
-    "common/kubeflow-namespace/base",
-    "common/kubeflow-roles/base",
-    "common/istio/kubeflow-istio-resources/base",
-    "applications/centraldashboard/overlays/oauth2-proxy",
-    "applications/profiles/pss",  # KFAM, which the dashboard asks for the user's namespaces
-    "common/user-namespace/base",  # the Profile of user@example.com
-)
-USER = "user@example.com"  # Dex's static user in upstream's config
 STANDIN_SERVER = "istio-envoy-standin"
-
-
-@dataclass
-class Installed:
-    kubeconfig: str
-    state_dir: Path | None
-    app: Path
 
 
 @pytest.fixture(scope="module")
 def platform(
     module_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory, release_mirror: upstream_mirror.Mirror
 ) -> Installed:
-    kubeconfig = module_cluster.kubeconfig
-    app = tmp_path_factory.mktemp("login") / NAME
-    with served(release_mirror) as flags:
-        init = kfctl("init", str(app), "--upstream", "v1.11.0", *flags, kubeconfig=kubeconfig)
-        assert init.code == 0, init.explain()
-        kfdef_path = app / "kfdef.yaml"
-        kfdef = yaml.safe_load(kfdef_path.read_text())
-        apps = kfdef["spec"]["applications"]
-        kfdef["spec"]["applications"] = [a for a in apps if a["kustomizeConfig"]["repoRef"]["path"] in LOGIN_PATH]
-        assert len(kfdef["spec"]["applications"]) == len(LOGIN_PATH), [a["name"] for a in apps]
-        kfdef_path.write_text(yaml.safe_dump(kfdef, sort_keys=False))
-        generated = kfctl("generate", str(app), kubeconfig=kubeconfig)
-        assert generated.code == 0, generated.explain()
-    run = kfctl("apply", str(app), "--wait-timeout", "5m", kubeconfig=kubeconfig, timeout=900)
-    assert run.code == 0, run.explain()
-    return Installed(kubeconfig, module_cluster.state_dir, app)
+    return install_part(module_cluster, tmp_path_factory.mktemp("login") / NAME, release_mirror, LOGIN_PATH)
 
 
 def pod_of(platform: Installed, namespace: str, selector: str) -> str:
@@ -176,20 +132,6 @@ def call(address: str, method: str, target: str, headers: dict[str, str] | None 
         connection.close()
 
 
-def secret(platform: Installed, namespace: str, name: str) -> dict[str, str]:
-    data = json.loads(kubectl(platform.kubeconfig, "get", "secret", name, "-n", namespace, "-o", "json"))["data"]
-    return {k: base64.b64decode(v).decode() for k, v in data.items()}
-
-
-def login_password(platform: Installed) -> str:
-    """The password kfctl drew for this install (auth/kfctl-login), checked against the hash Dex was given."""
-    login = secret(platform, "auth", "kfctl-login")
-    assert login["username"] == USER
-    installed_hash = secret(platform, "auth", "dex-passwords")["DEX_USER_PASSWORD"]
-    assert bcrypt_matches(login["password"], installed_hash), "auth/dex-passwords does not hash auth/kfctl-login"
-    return login["password"]
-
-
 def test_the_gateway_and_dex_pods_are_the_stand_ins_ready_from_their_own_probes(platform: Installed) -> None:
     for namespace, selector, container in (
         ("istio-system", "app=istio-ingressgateway", "istio-proxy"),
@@ -274,16 +216,6 @@ def test_a_login_at_dex_through_the_gateway_gives_a_token_the_gateway_verifies_a
     ), routed
 
 
-def read_document(stream: IO[str]) -> dict[str, Any]:
-    """The one JSON document `kfctl dashboard -o json` prints before it forwards (indented: lines until it parses)."""
-    text = ""
-    for line in stream:
-        text += line
-        with contextlib.suppress(ValueError):
-            return dict(json.loads(text))
-    raise AssertionError(f"kfctl dashboard printed no JSON document: {text!r}")
-
-
 def local(location: str) -> str:
     """A redirect's target as a path through the forwarded port (Dex's issuer names the cluster's host)."""
     parts = urlsplit(location.replace("&amp;", "&"))
@@ -298,17 +230,8 @@ def test_kfctl_dashboard_forwards_to_the_gateway_and_curl_like_requests_log_in_w
     as a browser would: GET / is oauth2-proxy's sign-in page, its button leads to Dex's form, upstream's 12341234
     is refused, the generated password gives a session cookie, and the dashboard answers for the user. Ctrl-C
     ends it with exit 130."""
-    argv = [sys.executable, "-m", "kfctl.cli.main", "dashboard", str(platform.app), "--port", "0", "-o", "json"]
-    proc = subprocess.Popen(
-        [*argv, "--kubeconfig", platform.kubeconfig],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=REPO,
-    )
-    try:
-        assert proc.stdout is not None
-        doc = read_document(proc.stdout)
+    with kfctl_dashboard(platform) as dashboard:
+        doc = dashboard.document
         assert doc["login"] == {"username": USER, "passwordSecret": "auth/kfctl-login", "passwordKey": "password"}
         assert doc["ingress"]["service"] == "istio-system/istio-ingressgateway"
         password = login_password(platform)
@@ -353,10 +276,8 @@ def test_kfctl_dashboard_forwards_to_the_gateway_and_curl_like_requests_log_in_w
         print(f"\nkfctl dashboard {doc['url']}: env-info as {USER}: {info.status} {info.text()[:200]}")
         assert info.status == 200, info.text()
         assert json.loads(info.body)["user"] == USER
-    finally:
-        proc.send_signal(signal.SIGINT)
-        code = proc.wait(timeout=30)
-    assert code == 130, proc.stderr.read() if proc.stderr else ""
+    # Ctrl-C (SIGINT, as the context's end sends it) stops the forward with exit 130
+    assert dashboard.proc.returncode == 130, dashboard.proc.stderr.read() if dashboard.proc.stderr else ""
 
 
 def test_kfctl_check_login_and_dashboard_pass(platform: Installed) -> None:

@@ -1,0 +1,312 @@
+"""A person's path through what kfctl installed, in a real browser (issue 48 item 5): headless Chromium from Debian's
+packages (/usr/bin/chromium, driven by Selenium through Debian's /usr/bin/chromedriver; `make setup` installs them
+with e2e/setup-browser) opens `kfctl dashboard`'s URL, is sent to the login, is refused a wrong password, logs in
+with the one kfctl generated, sees the central dashboard with the user's namespace, opens Notebooks, fills in the
+Jupyter web app's form and launches a notebook, sees it listed and then ready, and deletes it from the list.
+
+Installed by kfctl: the lines of upstream v1.11.0's example the login path needs (e2e/login_support.LOGIN_PATH)
+and the Jupyter web app and notebook controller. Real: oauth2-proxy (v7.15.6 standing in for v7.13.0), the central
+dashboard, the Jupyter web app, KFAM and the profile and notebook controllers (kubeflow/kubeflow v1.10.0, built by
+`make setup`). STAND-INS: Istio's ingress gateway and Dex (e2e/test_login_path.py shows them saying so).
+
+Not installed: the PodDefault webhook (its overlay needs cert-manager), so the form's PodDefault list answers the
+web app's 404 (a message at the bottom of the form's screenshot) and the form goes on without one.
+
+The browser dials 127.0.0.1 only: every host name resolves to nothing (--host-resolver-rules) and any other
+address goes to a proxy nobody listens on; `kfctl dashboard` forwards its 127.0.0.1 port to the gateway's pod.
+The oracles: the API server (the Notebook the form made, the StatefulSet the real controller made of it, both
+gone after the delete), the generated login's Secrets, and what the pages show, a screenshot per step kept under
+.work/screenshots/test_browser/ (printed).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from apply_support import REPO, kubectl
+from harness import Cluster
+from kfctl_testbed import upstream_mirror
+from login_support import LOGIN_PATH, USER, Installed, install_part, kfctl_dashboard, login_password
+
+pytestmark = pytest.mark.e2e
+
+NAME = "browser"
+PATHS = (
+    *LOGIN_PATH,
+    "applications/jupyter/jupyter-web-app/upstream/overlays/istio",
+    "applications/jupyter/notebook-controller/upstream/overlays/kubeflow",
+)
+NAMESPACE = "kubeflow-user-example-com"  # the example Profile's (common/user-namespace)
+NOTEBOOK = "browser-notebook"
+DELETE_BUTTON = '[data-cy-resource-table-action-icon="delete"] button'
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+SCREENSHOTS = REPO / ".work" / "screenshots" / "test_browser"
+WAIT = 90.0  # seconds for a page to show what it should (the web apps answer in a few, under load in 20)
+ARGS = (
+    "--headless=new",
+    "--no-sandbox",  # as root
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--no-first-run",
+    "--window-size=1400,1000",
+    # Nothing but 127.0.0.1: names resolve to nothing, other addresses go to a port nobody listens on.
+    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+    "--proxy-server=http://127.0.0.1:9",
+)
+# The element a path of CSS selectors finds: the first match of the first anywhere in the page or a shadow root
+# under it, then of the next in that element's shadow root or under it (the dashboard is Polymer's web components).
+DEEP_QUERY = """
+const deep = (root, sel) => {
+  const found = root.querySelector(sel);
+  if (found) return found;
+  for (const el of root.querySelectorAll('*')) {
+    if (el.shadowRoot) { const f = deep(el.shadowRoot, sel); if (f) return f; }
+  }
+  return null;
+};
+let at = document;
+for (const sel of arguments[0]) {
+  const found = deep(at, sel);
+  if (!found) return null;
+  at = found.shadowRoot || found;
+}
+return at.host || at;
+"""
+
+T = TypeVar("T")
+
+
+@pytest.fixture(scope="module")
+def platform(
+    module_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory, release_mirror: upstream_mirror.Mirror
+) -> Installed:
+    return install_part(module_cluster, tmp_path_factory.mktemp("browser") / NAME, release_mirror, PATHS)
+
+
+@pytest.fixture(scope="module")
+def url(platform: Installed) -> Iterator[str]:
+    with kfctl_dashboard(platform) as dashboard:
+        yield dashboard.url
+
+
+@dataclass
+class Browser:
+    driver: Any  # selenium.webdriver.Chrome
+    shots: list[Path] = field(default_factory=list)
+    frame: Any = None  # the dashboard's iframe the driver is in, if any
+
+    def shot(self, step: str) -> Path:
+        """A screenshot of the whole window (the dashboard around its app's frame) as ``NN-step.png``."""
+        path = SCREENSHOTS / f"{len(self.shots) + 1:02d}-{step}.png"
+        self.driver.switch_to.default_content()
+        try:
+            assert self.driver.save_screenshot(str(path)), path
+        finally:
+            if self.frame is not None:
+                self.driver.switch_to.frame(self.frame)
+        self.shots.append(path)
+        print(f"  screenshot: {path}")
+        return path
+
+    def enter(self, frame: Any) -> None:
+        self.driver.switch_to.frame(frame)
+        self.frame = frame
+
+    def until(self, what: str, check: Callable[[], T | None], timeout: float = WAIT) -> T:
+        """check()'s first truthy result; after ``timeout`` s the test fails naming ``what``, the page's URL and
+        a screenshot of it."""
+        deadline = time.monotonic() + timeout
+        last: object = None
+        while time.monotonic() < deadline:
+            try:
+                result = check()
+            except Exception as e:  # a page still loading: stale or missing elements
+                result, last = None, e
+            if result:
+                return result
+            time.sleep(0.25)
+        failed = self.shot("failed")
+        failed.with_suffix(".html").write_text(self.driver.page_source)  # the frame's, when in one
+        pytest.fail(f"{what}: not within {timeout:.0f} s at {self.driver.current_url} ({last!r}); see {failed}")
+
+    def deep(self, *path: str) -> Any:
+        return self.driver.execute_script(DEEP_QUERY, list(path))
+
+    def by_text(self, tag: str, text: str, within: str = "") -> Any:
+        """The first visible ``tag`` (under the CSS selector ``within``) whose text is ``text`` or ends with it
+        (after an icon's ligature, as Material's "add New Notebook"), case and spaces aside."""
+        from selenium.webdriver.common.by import By
+
+        for el in self.driver.find_elements(By.CSS_SELECTOR, f"{within} {tag}".strip()):
+            shown = " ".join(el.text.split()).lower()
+            if el.is_displayed() and (shown == text.lower() or shown.endswith(" " + text.lower())):
+                return el
+        return None
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.exists()]
+    assert not missing, f"no {', '.join(missing)}: run `make setup` (e2e/setup-browser installs Debian's chromium)"
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for arg in ARGS:
+        options.add_argument(arg)
+    shutil.rmtree(SCREENSHOTS, ignore_errors=True)
+    SCREENSHOTS.mkdir(parents=True)
+    print(f"\nscreenshots: {SCREENSHOTS}")
+    driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
+    driver.set_page_load_timeout(WAIT)
+    try:
+        yield Browser(driver)
+    finally:
+        driver.quit()
+
+
+def api_get(platform: Installed, kind: str, name: str) -> dict[str, Any] | None:
+    text = kubectl(platform.kubeconfig, "get", kind, name, "-n", NAMESPACE, "-o", "json", check=False)
+    return json.loads(text) if text else None
+
+
+def test_the_dashboard_url_leads_to_dex_whose_form_refuses_a_wrong_password(url: str, browser: Browser) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver = browser.driver
+
+    def sign_in() -> Any:  # oauth2-proxy's page (upstream's skip_provider_button = false); its button starts the login
+        driver.get(url)  # again while the gateway answers anything else (a route not yet read from the API server)
+        return browser.by_text("button", "Sign in with Dex")
+
+    button = browser.until("oauth2-proxy's sign-in page", sign_in)
+    browser.shot("sign-in")
+    button.click()
+    browser.until("Dex's login form", lambda: driver.find_element(By.ID, "password"))
+    assert driver.current_url.startswith(url.rstrip("/") + "/dex/auth/local/login"), driver.current_url
+    browser.shot("dex-login")
+    driver.find_element(By.ID, "login").send_keys(USER)
+    driver.find_element(By.ID, "password").send_keys("12341234")  # upstream's shared password: not this install's
+    driver.find_element(By.ID, "submit-login").click()
+    error = browser.until("Dex's error", lambda: driver.find_element(By.ID, "login-error"))
+    assert error.text == "Invalid Email Address and password."
+    browser.shot("wrong-password")
+
+
+def test_the_generated_password_logs_in_and_the_dashboard_shows_the_users_namespace(
+    platform: Installed, url: str, browser: Browser
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver = browser.driver
+    password = login_password(platform)  # Secret auth/kfctl-login, as `kfctl dashboard` points at it
+    login = driver.find_element(By.ID, "login")
+    login.clear()
+    login.send_keys(USER)
+    driver.find_element(By.ID, "password").send_keys(password)
+    driver.find_element(By.ID, "submit-login").click()
+    browser.until("the central dashboard", lambda: driver.title == "Kubeflow Central Dashboard")
+    assert driver.current_url.startswith(url), driver.current_url
+
+    def selected() -> str:
+        shown = browser.deep("namespace-selector", "#SelectedNamespace")
+        return " ".join(str(shown.get_attribute("textContent")).split()) if shown else ""
+
+    # From KFAM through the dashboard's /api/workgroup/env-info: the namespace of the Profile the user owns
+    browser.until("the namespace selector showing the user's namespace", lambda: selected() == NAMESPACE)
+    assert browser.deep('iframe-link[href*="/jupyter/"]') is not None
+    browser.shot("dashboard")
+
+
+def test_a_notebook_launched_from_the_form_is_made_by_the_controller_and_listed(
+    platform: Installed, browser: Browser
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver = browser.driver
+    browser.until("the Notebooks menu item", lambda: browser.deep('iframe-link[href*="/jupyter/"] paper-item')).click()
+    frame = browser.until("the Notebooks app's frame", lambda: browser.deep("iframe-container", "iframe"))
+    assert "/_/jupyter/" in driver.current_url, driver.current_url
+    browser.enter(frame)
+    new = browser.until("the web app's New Notebook", lambda: enabled(browser.by_text("button", "New Notebook")))
+    browser.shot("notebooks")
+    new.click()
+    name = browser.until("the form's Name", lambda: driver.find_element(By.CSS_SELECTOR, "input[placeholder=Name]"))
+    name.send_keys(NOTEBOOK)
+    launch = browser.until("LAUNCH enabled", lambda: enabled(browser.by_text("button", "Launch")))
+    browser.shot("new-notebook-form")
+    launch.click()
+    notebook = browser.until("the Notebook on the API server", lambda: api_get(platform, "notebook", NOTEBOOK))
+    # The web app's notebook_template.yaml with the form's values (the name in its container's too)
+    assert notebook["spec"]["template"]["spec"]["containers"][0]["name"] == NOTEBOOK
+    statefulset = browser.until("its StatefulSet, made by the controller", lambda: api_get(platform, "sts", NOTEBOOK))
+    assert [o["kind"] for o in statefulset["metadata"]["ownerReferences"]] == ["Notebook"]
+    browser.until("the notebook's row in the list", lambda: row_of(browser, NOTEBOOK))
+    browser.shot("notebook-listed")
+    # Ready: the controller's StatefulSet's pod (kwok plays it) ready, the Notebook's status says so, and the list
+    # shows its status icon (check_circle) in place of the spinner
+    browser.until("the Notebook's status ready", lambda: ready_replicas(platform) == 1, timeout=180)
+    browser.until(
+        "the row's ready icon",
+        lambda: row_of(browser, NOTEBOOK).find_element(By.CSS_SELECTOR, "mat-icon.check_circle"),
+    )
+    browser.shot("notebook-ready")
+
+
+def test_deleting_the_notebook_from_the_list_removes_it_from_the_api_server(
+    platform: Installed, browser: Browser
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    delete = browser.until(  # the row's delete icon (its data-cy hook, upstream's Cypress tests' own)
+        "the notebook's delete button",
+        lambda: enabled(row_of(browser, NOTEBOOK).find_element(By.CSS_SELECTOR, DELETE_BUTTON)),
+    )
+    delete.click()
+    dialog = "mat-dialog-container"
+    confirm = browser.until("the dialog's DELETE", lambda: enabled(browser.by_text("button", "Delete", within=dialog)))
+    browser.shot("delete-confirm")
+    confirm.click()
+    browser.until("the Notebook gone from the API server", lambda: api_get(platform, "notebook", NOTEBOOK) is None)
+    # The web app deletes in the foreground: the StatefulSet went first (kube-controller-manager's garbage collector)
+    assert api_get(platform, "sts", NOTEBOOK) is None
+    browser.until("the row gone", lambda: row_of(browser, NOTEBOOK) is None)
+    browser.shot("notebook-deleted")
+
+
+def ready_replicas(platform: Installed) -> int:
+    notebook = api_get(platform, "notebook", NOTEBOOK) or {}
+    return int((notebook.get("status") or {}).get("readyReplicas") or 0)
+
+
+def enabled(element: Any) -> Any:
+    """``element`` (or the button it is in) if it is enabled, else None."""
+    from selenium.webdriver.common.by import By
+
+    if element is None:
+        return None
+    button = element if element.tag_name == "button" else element.find_element(By.XPATH, "./ancestor::button")
+    return button if button.is_enabled() and button.get_attribute("disabled") is None else None
+
+
+def row_of(browser: Browser, name: str) -> Any:
+    """The list's table row whose name cell is ``name``."""
+    from selenium.webdriver.common.by import By
+
+    for row in browser.driver.find_elements(By.CSS_SELECTOR, "tr"):
+        if name in row.text.split():
+            return row
+    return None
