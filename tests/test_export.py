@@ -314,7 +314,7 @@ def test_sync_waves_of_a_chain_deeper_than_the_recursion_limit() -> None:
         ({"path": "a/../../b"}, "--path 'a/../../b' must be relative to the repository root, without '..'"),
         ({"interval": "10 minutes"}, "--interval '10 minutes' must be a duration such as 5m, 1h or 30s"),
         ({"revision": "--upload-pack=x"}, "--revision '--upload-pack=x' must be a branch, tag, commit or refs/… name"),
-        ({"format": "helm"}, "--format must be one of argocd, flux, got 'helm'"),
+        ({"format": "helm"}, "--format must be one of argocd, argocd-plugin, flux, got 'helm'"),
     ],
 )
 def test_option_errors(tmp_path: Path, catalog: Catalog, change: dict[str, str], message: str) -> None:

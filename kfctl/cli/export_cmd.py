@@ -6,16 +6,24 @@ from pathlib import Path
 
 import click
 
+from kfctl.app.argocd_plugin import REPO_SERVER_PATCH, export_plugin
 from kfctl.app.export import FORMATS, ExportOptions, dump_documents, export, write_files
 from kfctl.catalog.load import load_catalog
 from kfctl.cli.options import get_options, global_options
 from kfctl.cli.output import emit, machine_readable
 from kfctl.cli.target import kfdef_target, resolve_kfdef
+from kfctl.errors import UsageError
 
 
 @click.command("export")
 @kfdef_target
-@click.option("--format", "fmt", type=click.Choice(FORMATS), required=True, help="argocd or flux.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    required=True,
+    help="argocd, flux, or argocd-plugin (a repo holding only kfdef.yaml and kfdef.lock, rendered by Argo CD).",
+)
 @click.option("--repo-url", required=True, help="The git repository that holds the app directory.")
 @click.option("--revision", default="main", show_default=True, help="Branch, tag (refs/tags/X) or commit to follow.")
 @click.option(
@@ -33,6 +41,11 @@ from kfctl.cli.target import kfdef_target, resolve_kfdef
     help="Let Argo CD / Flux delete objects removed from git (off by default); CRDs, Namespaces, PVs, PVCs are kept.",
 )
 @click.option("--interval", default="10m", show_default=True, help="Flux reconcile interval.")
+@click.option(
+    "--plugin-image",
+    default="",
+    help="argocd-plugin: the image of the repo-server's kfctl sidecar (holding kfctl and kustomize).",
+)
 @global_options
 def export_cmd(
     app_dir: Path | None,
@@ -45,6 +58,7 @@ def export_cmd(
     namespace: str | None,
     prune: bool,
     interval: str,
+    plugin_image: str,
 ) -> None:
     """Export the applications as Argo CD Applications or Flux Kustomizations.
 
@@ -57,11 +71,18 @@ def export_cmd(
     Output is deterministic; with --output-dir, one file per object plus a kustomization.yaml,
     and stale files of an earlier export are removed.
 
+    --format argocd-plugin is for a repository holding only kfdef.yaml and kfdef.lock: Argo CD's
+    repo-server renders it with a kfctl sidecar (a Config Management Plugin running
+    `kfctl generate . --stdout`). It exports the plugin's ConfigMap, one Application for the platform
+    and, with --output-dir, the sidecar's patch of argocd-repo-server.
+
     \b
     Examples:
       kfctl export demo --format argocd --repo-url https://git.example.com/ml/platform.git --path clusters/prod
       kfctl export -f demo/kfdef.yaml --format flux --repo-url ssh://git@git.example.com/ml/platform.git \\
           --revision refs/tags/v1.2.0 --output-dir demo/flux
+      kfctl export demo --format argocd-plugin --repo-url https://git.example.com/ml/platform.git \\
+          --plugin-image registry.example.com/kfctl:1.0 --output-dir argocd
     """
     opts = get_options()
     kfdef = resolve_kfdef(app_dir, kfdef_file)
@@ -74,7 +95,12 @@ def export_cmd(
         prune=prune,
         interval=interval,
     )
-    result = export(kfdef, load_catalog(), options)
+    if plugin_image and fmt != "argocd-plugin":
+        raise UsageError("--plugin-image goes with --format argocd-plugin")
+    if fmt == "argocd-plugin":
+        result = export_plugin(kfdef, options, plugin_image)
+    else:
+        result = export(kfdef, load_catalog(), options)
     if result.missing and not opts.quiet:
         click.echo(
             f"Warning: {kfdef.app_dir}/kustomize/ has no directory for: {', '.join(result.missing)}; "
@@ -87,6 +113,8 @@ def export_cmd(
             emit(opts, data, "")
         else:
             click.echo(dump_documents(result.objects), nl=False)
+        if result.files and not opts.quiet:
+            click.echo(f"Note: {REPO_SERVER_PATCH} (the repo-server's sidecar) is written with --output-dir", err=True)
         return
     files, removed = write_files(kfdef, result, output_dir)
     text = f"Wrote {len(files)} file(s) to {output_dir}" + (f"; removed {', '.join(removed)}" if removed else "")

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from kfctl.app.argocd_plugin import waved_objects
+from kfctl.app.export import dump_documents
 from kfctl.app.generate import generate as run_generate
 from kfctl.catalog.load import load_catalog
 from kfctl.cli.options import get_options, global_options
@@ -36,6 +38,13 @@ from kfctl.wording import counted
     help="Fetch URLs starting with URL_PREFIX (repos and remote bases) from LOCATION: a git or HTTP(S) base URL, "
     "file://…, or a local directory. Repeatable; before the KfDef's spec.mirrors.",
 )
+@click.option(
+    "--stdout",
+    "to_stdout",
+    is_flag=True,
+    help="Then print every rendered object, each with the Argo CD sync wave of its part, and the notes to stderr: "
+    "what Argo CD's kfctl plugin syncs (kfctl export --format argocd-plugin).",
+)
 @global_options
 def generate(
     app_dir: Path | None,
@@ -45,6 +54,7 @@ def generate(
     offline: bool,
     refresh: bool,
     mirror_flags: tuple[str, ...],
+    to_stdout: bool,
 ) -> None:
     """Render every application of the KfDef through kustomize.
 
@@ -68,15 +78,17 @@ def generate(
       kfctl generate -f demo/kfdef.yaml --check   # CI: fail if committed output is stale
       kfctl generate demo --offline               # no network: cache + kfdef.lock only
       kfctl generate demo --mirror https://github.com/=http://mirror.internal/github/
+      kfctl generate demo --stdout | kubectl apply --server-side -f -
     """
     opts = get_options()
     if offline and refresh:
         raise UsageError("--offline and --refresh contradict each other: refreshing needs the network")
+    if to_stdout and (check or machine_readable(opts)):
+        raise UsageError("--stdout prints the objects as YAML; it goes without --check and -o json/yaml")
     kfdef = resolve_kfdef(app_dir, kfdef_file)
     mirrors = parse_flags(mirror_flags, base_dir=Path.cwd())
-    result = run_generate(
-        kfdef, load_catalog(), check=check, jobs=jobs, offline=offline, refresh=refresh, mirrors=mirrors
-    )
+    catalog = load_catalog()
+    result = run_generate(kfdef, catalog, check=check, jobs=jobs, offline=offline, refresh=refresh, mirrors=mirrors)
     verb = "Checked" if check else "Rendered"
     lines = [
         f"{verb} {len(result.applications)} application(s), {counted(result.objects, 'object')}, "
@@ -110,6 +122,11 @@ def generate(
     if not machine_readable(opts):
         for warning in result.warnings:
             click.echo(f"Warning: {warning}", err=True)
+    if to_stdout:
+        if not opts.quiet:
+            click.echo("\n".join(lines), err=True)
+        click.echo(dump_documents(waved_objects(kfdef, catalog)), nl=False)
+        return
     emit(
         opts,
         {
