@@ -2,7 +2,9 @@
 packages (/usr/bin/chromium, driven by Selenium through Debian's /usr/bin/chromedriver; `make setup` installs them
 with e2e/setup-browser) opens `kfctl dashboard`'s URL, is sent to the login, is refused a wrong password, logs in
 with the one kfctl generated, sees the central dashboard with the user's namespace, opens Notebooks, fills in the
-Jupyter web app's form and launches a notebook, sees it listed and then ready, and deletes it from the list.
+Jupyter web app's form and launches a notebook, sees it listed and then ready, and deletes it from the list. A
+second user (a Dex user an admin added) logs in after the first logged out: no namespace until a Profile kfctl did
+not make names them owner, then that namespace only.
 
 Installed by kfctl: the lines of upstream v1.11.0's example the login path needs (e2e/login_support.LOGIN_PATH)
 and the Jupyter web app and notebook controller. Real: oauth2-proxy (v7.15.6 standing in for v7.13.0), the central
@@ -22,6 +24,7 @@ gone after the delete), the generated login's Secrets, and what the pages show, 
 from __future__ import annotations
 
 import json
+import secrets
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -30,10 +33,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+import yaml
 from apply_support import REPO, kubectl
 from harness import Cluster
 from kfctl_testbed import upstream_mirror
 from login_support import LOGIN_PATH, USER, Installed, install_part, kfctl_dashboard, login_password
+from reliability_support import kubectl_apply
 
 pytestmark = pytest.mark.e2e
 
@@ -45,6 +50,11 @@ PATHS = (
 )
 NAMESPACE = "kubeflow-user-example-com"  # the example Profile's (common/user-namespace)
 NOTEBOOK = "browser-notebook"
+SECOND_USER = "second@example.com"
+SECOND_NAMESPACE = "second-user"
+# The namespaces the dashboard's selector offers (its namespaces property, the env-info's namespaces)
+OFFERED = "return (arguments[0].namespaces || []).map(n => n.namespace);"
+ALL = "All namespaces"  # the selector's own first entry (namespace-selector.js ALL_NAMESPACES), no namespace
 DELETE_BUTTON = '[data-cy-resource-table-action-icon="delete"] button'
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -76,13 +86,12 @@ const deep = (root, sel) => {
   }
   return null;
 };
-let at = document;
+let found = null;
 for (const sel of arguments[0]) {
-  const found = deep(at, sel);
+  found = deep(found ? found.shadowRoot || found : document, sel);
   if (!found) return null;
-  at = found.shadowRoot || found;
 }
-return at.host || at;
+return found;
 """
 
 T = TypeVar("T")
@@ -119,6 +128,16 @@ class Browser:
         self.shots.append(path)
         print(f"  screenshot: {path}")
         return path
+
+    def click_at(self, element: Any) -> None:
+        """A mouse click at the middle of ``element`` on the screen, as a person's."""
+        from selenium.webdriver.common.actions.action_builder import ActionBuilder
+
+        box = self.driver.execute_script("return arguments[0].getBoundingClientRect().toJSON();", element)
+        actions = ActionBuilder(self.driver)
+        actions.pointer_action.move_to_location(int(box["x"] + box["width"] / 2), int(box["y"] + box["height"] / 2))
+        actions.pointer_action.click()
+        actions.perform()
 
     def enter(self, frame: Any) -> None:
         self.driver.switch_to.frame(frame)
@@ -209,24 +228,13 @@ def test_the_dashboard_url_leads_to_dex_whose_form_refuses_a_wrong_password(url:
 def test_the_generated_password_logs_in_and_the_dashboard_shows_the_users_namespace(
     platform: Installed, url: str, browser: Browser
 ) -> None:
-    from selenium.webdriver.common.by import By
-
     driver = browser.driver
     password = login_password(platform)  # Secret auth/kfctl-login, as `kfctl dashboard` points at it
-    login = driver.find_element(By.ID, "login")
-    login.clear()
-    login.send_keys(USER)
-    driver.find_element(By.ID, "password").send_keys(password)
-    driver.find_element(By.ID, "submit-login").click()
+    submit_login(browser, USER, password)
     browser.until("the central dashboard", lambda: driver.title == "Kubeflow Central Dashboard")
     assert driver.current_url.startswith(url), driver.current_url
-
-    def selected() -> str:
-        shown = browser.deep("namespace-selector", "#SelectedNamespace")
-        return " ".join(str(shown.get_attribute("textContent")).split()) if shown else ""
-
     # From KFAM through the dashboard's /api/workgroup/env-info: the namespace of the Profile the user owns
-    browser.until("the namespace selector showing the user's namespace", lambda: selected() == NAMESPACE)
+    browser.until("the namespace selector showing the user's namespace", lambda: selected(browser) == NAMESPACE)
     assert browser.deep('iframe-link[href*="/jupyter/"]') is not None
     browser.shot("dashboard")
 
@@ -285,6 +293,102 @@ def test_deleting_the_notebook_from_the_list_removes_it_from_the_api_server(
     assert api_get(platform, "sts", NOTEBOOK) is None
     browser.until("the row gone", lambda: row_of(browser, NOTEBOOK) is None)
     browser.shot("notebook-deleted")
+
+
+def test_a_second_user_has_no_namespace_until_a_profile_then_sees_only_their_own(
+    platform: Installed, browser: Browser
+) -> None:
+    """An admin adds a Dex user (a static password in the dex ConfigMap, Dex restarted, as upstream's README says);
+    they log in after the first user logged out: the dashboard answers them without a namespace (no Profile: upstream
+    turns the registration flow off, CD_REGISTRATION_FLOW=false), and once a Profile kfctl did not make names them
+    owner, the real profile controller makes its namespace and the selector offers that one only."""
+    import bcrypt
+
+    driver = browser.driver
+    password = secrets.token_urlsafe(12)
+    add_dex_user(platform, SECOND_USER, bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=10)).decode())
+    browser.frame = None
+    driver.switch_to.default_content()
+    logout = browser.until("the dashboard's logout button", lambda: browser.deep("logout-button", "#logout-button"))
+    browser.click_at(logout)  # two shadow roots deep: chromedriver's element click fails there ('defaultView')
+    browser.until("oauth2-proxy's sign-in page again", lambda: browser.by_text("button", "Sign in with Dex")).click()
+    submit_login(browser, SECOND_USER, password)
+
+    def dashboard() -> bool:
+        # The restarted Dex stand-in signs with a key it made at start (real Dex keeps its keys in its storage);
+        # until the gateway stand-in's JWKS (kept 60 s, as istiod refreshes) has it, the gateway answers 401 "Jwks
+        # doesn't have key to match kid or alg from Jwt": reloaded as a person would.
+        if driver.title == "Kubeflow Central Dashboard":
+            return True
+        time.sleep(2)
+        driver.refresh()
+        return False
+
+    browser.until("the dashboard for the second user", dashboard, timeout=150)
+    # The dashboard answers them (its env-info, fetched with the browser's session), with no namespace
+    info = env_info(browser)
+    assert (info["user"], info["namespaces"]) == (SECOND_USER, []), info
+    browser.shot("second-user-without-profile")
+    profile = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "Profile",
+        "metadata": {"name": SECOND_NAMESPACE},
+        "spec": {"owner": {"kind": "User", "name": SECOND_USER}},
+    }
+    kubectl_apply(platform.kubeconfig, [profile])
+    browser.until(
+        "the Profile's namespace, made by the profile controller",
+        lambda: kubectl(platform.kubeconfig, "get", "namespace", SECOND_NAMESPACE, "-o", "name", check=False),
+    )
+
+    owned = [{"namespace": SECOND_NAMESPACE, "role": "owner", "user": SECOND_USER}]
+    browser.until("KFAM naming the second user owner of it", lambda: env_info(browser)["namespaces"] == owned)
+
+    def offered() -> list[str]:  # after a reload, once the dashboard has the user's env-info from KFAM
+        driver.refresh()
+        time.sleep(3)
+        return [n for n in driver.execute_script(OFFERED, browser.deep("namespace-selector")) or [] if n != ALL]
+
+    assert browser.until("the selector offering a namespace", offered) == [SECOND_NAMESPACE]
+    browser.shot("second-user-own-namespace")
+
+
+def env_info(browser: Browser) -> Any:
+    """The dashboard's /api/workgroup/env-info as the browser's session gets it."""
+    fetch = (
+        "const done = arguments[0];"
+        "fetch('/api/workgroup/env-info').then(r => r.json()).then(done, e => done(String(e)));"
+    )
+    return browser.driver.execute_async_script(fetch)
+
+
+def submit_login(browser: Browser, email: str, password: str) -> None:
+    """Dex's form (the page the driver is on), filled in and sent."""
+    from selenium.webdriver.common.by import By
+
+    login = browser.until("Dex's login form", lambda: browser.driver.find_element(By.ID, "login"))
+    login.clear()
+    login.send_keys(email)
+    browser.driver.find_element(By.ID, "password").send_keys(password)
+    browser.driver.find_element(By.ID, "submit-login").click()
+
+
+def selected(browser: Browser) -> str:
+    """What the dashboard's namespace selector shows."""
+    shown = browser.deep("namespace-selector", "#SelectedNamespace")
+    return " ".join(str(shown.get_attribute("textContent")).split()) if shown else ""
+
+
+def add_dex_user(platform: Installed, email: str, bcrypt_hash: str) -> None:
+    """A static password in Dex's config (ConfigMap auth/dex), then Dex restarted to read it."""
+    config_map = json.loads(kubectl(platform.kubeconfig, "get", "configmap", "dex", "-n", "auth", "-o", "json"))
+    config = yaml.safe_load(config_map["data"]["config.yaml"])
+    user = {"email": email, "hash": bcrypt_hash, "username": email.split("@")[0], "userID": "20481024"}
+    config["staticPasswords"].append(user)
+    patch = json.dumps({"data": {"config.yaml": yaml.safe_dump(config, sort_keys=False)}})
+    kubectl(platform.kubeconfig, "patch", "configmap", "dex", "-n", "auth", "--type", "merge", "-p", patch)
+    kubectl(platform.kubeconfig, "rollout", "restart", "deployment/dex", "-n", "auth")
+    kubectl(platform.kubeconfig, "rollout", "status", "deployment/dex", "-n", "auth", "--timeout", "120s")
 
 
 def ready_replicas(platform: Installed) -> int:
