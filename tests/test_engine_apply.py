@@ -16,7 +16,7 @@ from kfctl.engine.apply import ApplyOptions, ApplyResult, Engine
 from kfctl.engine.events import EventLog
 from kfctl.k8s.api import ApiError, ProxyAnswer, Unreachable
 from kfctl.objects import Obj, ObjectKey, key_of
-from kfctl.plan.graph import ExternalCheck, Step, build_plan
+from kfctl.plan.graph import ExternalCheck, PlannedObject, build_plan
 
 FAST = ApplyOptions(concurrency=4, wait_timeout=2.0, timeout=10.0, poll_interval=0.01)
 APPSET = "applyset-test-v1"
@@ -35,12 +35,11 @@ def run(
         cluster.on_apply("Widget", lambda w: w.update(status={"conditions": [{"type": "Ready", "status": "True"}]}))
     log = EventLog()
 
-    def prepare(step: Step) -> Obj:
-        assert step.obj is not None
+    def prepare(step: PlannedObject) -> Obj:
         return labels.prepare(step.obj, applyset_id=APPSET, kfdef_name="test", application=step.app)
 
     # As `kfctl apply` does: read what exists first (objects the test made itself are adopted).
-    bundle = [(s.app, s.obj) for s in plan.objects() if s.obj is not None]
+    bundle = [(s.app, s.obj) for s in plan.objects()]
     found = ownership.scan(cluster, bundle, applyset_id=APPSET, inventory=None)
     known = {**found.live, **{f.key: f.live for f in found.foreign}}
     adopting = {f.key: f.owner.description for f in found.foreign}

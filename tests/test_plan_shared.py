@@ -24,7 +24,7 @@ from kfctl.config.loader import load_kfdef
 from kfctl.errors import PlanError, RenderError
 from kfctl.objects import ObjectKey
 from kfctl.plan.duplicates import Copy, merge_copies
-from kfctl.plan.graph import build_plan
+from kfctl.plan.graph import PlannedObject, build_plan
 from kfctl.plan.summary import summarize
 from kfctl.plan.text import format_plan, format_summary
 
@@ -126,7 +126,7 @@ def test_shared_prerequisites_are_hoisted_past_depends_on(
     for sid in hoisted:  # nothing hoisted waits for the application it would have waited for
         assert "application operator" not in [e.dependency for e in plan.deps[sid]]
     for sid in plan.deps:
-        if plan.steps[sid].app == "tuner" and plan.steps[sid].kind == "object" and sid not in hoisted:
+        if plan.steps[sid].app == "tuner" and isinstance(plan.steps[sid], PlannedObject) and sid not in hoisted:
             assert "application operator" in [e.dependency for e in plan.deps[sid]], sid
 
 

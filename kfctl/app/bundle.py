@@ -21,7 +21,7 @@ from kfctl.engine.inventory import applyset_id, parent_name
 from kfctl.errors import RenderError, UsageError
 from kfctl.objects import Obj, ObjectKey, key_of
 from kfctl.plan.duplicates import Copy, merge_copies
-from kfctl.plan.graph import ExternalCheck, Plan, Step, build_plan
+from kfctl.plan.graph import ExternalCheck, Plan, PlannedObject, build_plan
 from kfctl.secrets.declared import Declared, declared, shell
 from kfctl.secrets.upstream import replace_fixed
 from kfctl.secrets.values import SecretValues, with_data
@@ -70,11 +70,10 @@ class Bundle:
             replaced=frozenset(s.key for s in self.secrets if s.replaces_rendered),
         )
 
-    def prepare(self, step: Step) -> Obj:
+    def prepare(self, step: PlannedObject) -> Obj:
         """The object as kfctl applies it (labels + content hash); a generated Secret with its data."""
-        assert step.obj is not None
         out = labels.prepare(step.obj, applyset_id=self.applyset_id, kfdef_name=self.kfdef.name, application=step.app)
-        if step.key is not None and step.key in self.generated_keys:
+        if step.key in self.generated_keys:
             return with_data(out, self.secret_values or SecretValues())
         return out
 

@@ -34,7 +34,7 @@ from kfctl.k8s.api import ApiError, Cluster, NoKindMatch
 from kfctl.k8s.errors import Immutable, Transient
 from kfctl.objects import Obj
 from kfctl.plan import rules
-from kfctl.plan.graph import Plan, Step
+from kfctl.plan.graph import Plan, PlannedObject
 from kfctl.secrets.brought import check_brought
 from kfctl.secrets.values import read_values
 
@@ -122,7 +122,7 @@ def diff_kfdef(
 ) -> DiffReport:
     bundle, plan, cluster = against_cluster(kfdef, catalog, open_cluster=open_cluster, render=render)
 
-    def one(step: Step) -> ObjectDiff | None:
+    def one(step: PlannedObject) -> ObjectDiff | None:
         try:
             return compare(cluster, bundle, step)
         except ApiError as e:
@@ -154,12 +154,13 @@ def diff_kfdef(
     return report
 
 
-def compare(cluster: Cluster, bundle: Bundle, step: Step, *, dry_run_create: bool = False) -> ObjectDiff | None:
+def compare(
+    cluster: Cluster, bundle: Bundle, step: PlannedObject, *, dry_run_create: bool = False
+) -> ObjectDiff | None:
     """What applying the step's object would do (None: nothing, as apply skips it), from a server-side dry run
     of the update. A new object is sent as a dry run too when ``dry_run_create`` (its admission webhooks judge
     it), unless its kind is not served yet (its CRD comes with this apply). Raises the API server's refusal:
     an immutable field comes back as a recreate."""
-    assert step.key is not None
     desired = bundle.prepare(step)
     try:
         res = cluster.resource(str(desired["apiVersion"]), step.key.kind)

@@ -21,7 +21,7 @@ from kfctl.config.model import KfDef
 from kfctl.engine import inventory, ownership
 from kfctl.k8s.api import ApiError, Cluster
 from kfctl.k8s.errors import Transient
-from kfctl.plan.graph import Step, topological_order
+from kfctl.plan.graph import PlannedObject, topological_order
 
 # The verdicts, in the order a summary lists them.
 VERDICTS = ("created", "configured", "unchanged", "pruned", "recreate", "pending", "foreign", "denied")
@@ -90,14 +90,14 @@ def dry_run_apply(
     kfdef: KfDef, catalog: Catalog, *, open_cluster: Callable[[], Cluster], render: bool = True
 ) -> DryRunReport:
     bundle, plan, cluster = against_cluster(kfdef, catalog, open_cluster=open_cluster, render=render)
-    steps = [plan.steps[sid] for sid in topological_order(plan) if plan.steps[sid].kind == "object"]
+    steps = [s for s in (plan.steps[sid] for sid in topological_order(plan)) if isinstance(s, PlannedObject)]
     with talking_to(cluster, "reading the inventory and who owns what exists"):
         inv = inventory.read(cluster, name=bundle.inventory_name, namespace=kfdef.namespace)
         found = ownership.scan(cluster, bundle.objects(), applyset_id=bundle.applyset_id, inventory=inv)
     adopting = {a.name for a in kfdef.applications if a.adopt}
     foreign = {str(f.key): f.owner.description for f in found.foreign if f.application not in adopting}
 
-    def one(step: Step) -> Verdict:
+    def one(step: PlannedObject) -> Verdict:
         if step.id in foreign:
             return Verdict(step.id, step.app, "foreign", f"{foreign[step.id]}; apply stops (exit 11) unless --adopt")
         try:

@@ -51,7 +51,7 @@ def admitted_by_own_backends(bundle: Bundle) -> dict[str, frozenset[ObjectKey]]:
     out: dict[str, set[ObjectKey]] = {}
     for step in plan.objects():
         for edge in plan.deps.get(step.id, ()):
-            if edge.rule in _OWN_BACKEND_RULES and plan.steps[edge.dependency].app == step.app and step.key:
+            if edge.rule in _OWN_BACKEND_RULES and plan.steps[edge.dependency].app == step.app:
                 out.setdefault(step.app, set()).add(step.key)
     return {app: frozenset(keys) for app, keys in sorted(out.items())}
 

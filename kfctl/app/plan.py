@@ -9,7 +9,7 @@ from kfctl.app.generate import rendered_privately
 from kfctl.catalog.model import Catalog
 from kfctl.config.model import KfDef
 from kfctl.objects import identity
-from kfctl.plan.graph import Plan
+from kfctl.plan.graph import Plan, PlannedObject
 from kfctl.plan.hoist import Hoist
 from kfctl.plan.summary import PlanSummary, namespace_creator, summarize
 from kfctl.plan.text import hoisted_reason
@@ -39,8 +39,8 @@ def plan_as_dict(plan: Plan) -> dict[str, Any]:
 def step_ref(plan: Plan, sid: str) -> dict[str, Any]:
     """``{"step": id}``, with ``"object": {group, version, kind, namespace, name}`` when the step applies an object
     (the others are kfctl's own gates: an application, a webhook backend, an external application's check)."""
-    obj = plan.steps[sid].obj
-    return {"step": sid} | ({"object": identity(obj)} if obj is not None else {})
+    step = plan.steps[sid]
+    return {"step": sid} | ({"object": identity(step.obj)} if isinstance(step, PlannedObject) else {})
 
 
 def summary_as_dict(plan: Plan, summary: PlanSummary) -> dict[str, Any]:

@@ -36,7 +36,7 @@ from kfctl.k8s.api import Cluster
 from kfctl.k8s.cached import CachedCluster
 from kfctl.k8s.watch import WatchCache
 from kfctl.objects import Obj, ObjectKey
-from kfctl.plan.graph import Plan, Step
+from kfctl.plan.graph import Plan, PlannedObject
 
 __all__ = ["ApplyOptions", "ApplyResult", "Engine", "Failure"]
 
@@ -48,7 +48,7 @@ class Engine:
         reporter: Reporter,
         *,
         options: ApplyOptions,
-        prepare: Callable[[Step], Obj],
+        prepare: Callable[[PlannedObject], Obj],
         known: Mapping[ObjectKey, Obj | None] | None = None,
         adopting: Mapping[ObjectKey, str] | None = None,
         clock: Callable[[], float] = time.monotonic,

@@ -15,7 +15,7 @@ re-apply passes through the gate at the speed of its requests.
 
 from __future__ import annotations
 
-from kfctl.plan.graph import Step
+from kfctl.plan.graph import Step, object_key
 
 CRDS_AT_ONCE = 3
 
@@ -30,7 +30,7 @@ class CrdGate:
 
     @staticmethod
     def gates(step: Step) -> bool:
-        key = step.key
+        key = object_key(step)
         return key is not None and (key.group, key.kind) == ("apiextensions.k8s.io", "CustomResourceDefinition")
 
     def admits(self, step: Step) -> bool:

@@ -174,8 +174,8 @@ class Run:
         self.denied = False
         self.app_objects = plan.sizes()  # a shared object is each of its applications' (plan.copies)
         self.unready = Counter(self.app_objects)  # application → objects not ready yet
-        self.by_key = {t.step.key: t for t in self.tracks.values() if t.step.key is not None}
-        self.waits_by_kind = Counter((s.key.group, s.key.kind) for s in plan.objects() if s.key and s.wait)
+        self.by_key = {t.kind.key: t for t in self.tracks.values() if isinstance(t.kind, ObjectStep)}
+        self.waits_by_kind = Counter((s.key.group, s.key.kind) for s in plan.objects() if s.wait)
         self.reading: dict[tuple[str, str], list[Track]] = {}  # kind → steps whose check reads it besides their object
         for t in self.tracks.values():
             for kind in t.kind.reads():
@@ -508,9 +508,9 @@ class Run:
     def _fail(self, t: Track, message: str, *, denied: bool = False) -> None:
         t.state = "failed"
         detail = message
-        if t.step.key is not None and t.live is not None and not denied:
+        if isinstance(t.kind, ObjectStep) and t.live is not None and not denied:
             try:
-                problems = workload_problems(self.workers.cluster, t.step.key, t.live)
+                problems = workload_problems(self.workers.cluster, t.kind.key, t.live)
             except Exception:  # diagnosis is best effort; never mask the failure itself
                 problems = []
             if problems:

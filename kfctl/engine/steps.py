@@ -1,9 +1,9 @@
 """The engine's four kinds of step, each owning what it does, as kapp's ClusterChange owns its apply and wait.
 
-The planner's :class:`~kfctl.plan.graph.Step` is data: an id, an application, a kind named by a string and that
-kind's payload. :func:`engine_step` turns it, once per run, into one of the classes here — the one place the
-engine reads that string — so that neither the scheduler (:mod:`kfctl.engine.schedule`) nor the workers
-(:mod:`kfctl.engine.work`) branch on it:
+The planner's :data:`~kfctl.plan.graph.Step` is data: one of four frozen types (``PlannedObject``,
+``PlannedBackend``, ``PlannedExternal``, ``PlannedGate``), each with its own payload. :func:`engine_step` turns
+it, once per run, into the class here that acts on it, so that neither the scheduler
+(:mod:`kfctl.engine.schedule`) nor the workers (:mod:`kfctl.engine.work`) branch on what a step is:
 
 - :class:`ObjectStep` — an object to server-side apply on a worker, then, when its kind has a health rule, to
   wait on: its :meth:`~ObjectStep.check` reads it (one GET, or a watch's memory) and judges it;
@@ -28,7 +28,14 @@ from kfctl.engine.probe import backend_health, external_health, object_health
 from kfctl.health.model import Health, progressing, ready
 from kfctl.k8s.api import Cluster
 from kfctl.objects import Obj, ObjectKey
-from kfctl.plan.graph import ExternalCheck, Step, WebhookBackend
+from kfctl.plan.graph import (
+    PlannedBackend,
+    PlannedExternal,
+    PlannedGate,
+    PlannedObject,
+    Step,
+    WebhookBackend,
+)
 
 if TYPE_CHECKING:
     from kfctl.engine.schedule import Track
@@ -70,7 +77,7 @@ class Starter(Protocol):
 
 @dataclass(frozen=True)
 class _Typed:
-    step: Step  # the planner's: id, application, and whether to wait
+    step: Step  # the planner's (each class here narrows it to its own type): id, application, whether to wait
 
     @property
     def id(self) -> str:
@@ -81,8 +88,15 @@ class _Typed:
 class ObjectStep(_Typed):
     """An object of the bundle: applied, then waited on when its kind has a health rule (``step.wait``)."""
 
-    key: ObjectKey
-    obj: Obj
+    step: PlannedObject
+
+    @property
+    def key(self) -> ObjectKey:
+        return self.step.key
+
+    @property
+    def obj(self) -> Obj:
+        return self.step.obj
 
     @property
     def api_version(self) -> str:
@@ -124,7 +138,11 @@ class _Waited(_Typed):
 class BackendWait(_Waited):
     """A webhook's backend: ready when the API server can call it."""
 
-    backend: WebhookBackend
+    step: PlannedBackend
+
+    @property
+    def backend(self) -> WebhookBackend:
+        return self.step.backend
 
     def check(self, cluster: Cluster) -> Health:
         return backend_health(cluster, self.backend)
@@ -139,10 +157,10 @@ class BackendWait(_Waited):
 class ExternalWait(_Waited):
     """An application the cluster provides: ready when what the rest needs of it is there."""
 
-    external: ExternalCheck
+    step: PlannedExternal
 
     def check(self, cluster: Cluster) -> Health:
-        return external_health(cluster, self.external)
+        return external_health(cluster, self.step.external)
 
     def reads(self) -> frozenset[Kind]:
         return EXTERNAL_READS
@@ -151,6 +169,8 @@ class ExternalWait(_Waited):
 @dataclass(frozen=True)
 class ApplicationGate(_Typed):
     """All of an application's objects are ready: what the applications after it wait for."""
+
+    step: PlannedGate
 
     def start(self, run: Starter, t: Track, now: float) -> None:
         run.open_gate(t, now)
@@ -166,13 +186,14 @@ EngineStep = ObjectStep | BackendWait | ExternalWait | ApplicationGate
 
 
 def engine_step(step: Step) -> EngineStep:
-    """The typed step for a plan's step: the one place the engine reads ``Step.kind``."""
-    if step.kind == "object" and step.key is not None and step.obj is not None:
-        return ObjectStep(step, step.key, step.obj)
-    if step.kind == "webhook-backend" and step.backend is not None:
-        return BackendWait(step, step.backend)
-    if step.kind == "external" and step.external is not None:
-        return ExternalWait(step, step.external)
-    if step.kind == "application":
-        return ApplicationGate(step)
-    raise ValueError(f"step {step.id}: kind {step.kind!r} without its payload")  # a planner bug
+    """The engine's step for a plan's step (mypy checks that every type of step is met: a
+    new one is a missing return here)."""
+    match step:
+        case PlannedObject():
+            return ObjectStep(step)
+        case PlannedBackend():
+            return BackendWait(step)
+        case PlannedExternal():
+            return ExternalWait(step)
+        case PlannedGate():
+            return ApplicationGate(step)

@@ -27,7 +27,7 @@ from kfctl.k8s.api import Cluster
 from kfctl.k8s.errors import Immutable
 from kfctl.k8s.watch import WatchCache
 from kfctl.objects import Obj, ObjectKey, meta_of
-from kfctl.plan.graph import Step
+from kfctl.plan.graph import PlannedObject
 from kfctl.plan.rules import never_recreated
 
 Verdict = Literal["created", "configured", "corrected", "adopted", "unchanged", "recreated"]
@@ -115,7 +115,7 @@ class Workers:
         cluster: Cluster,
         *,
         watches: WatchCache,
-        prepare: Callable[[Step], Obj],
+        prepare: Callable[[PlannedObject], Obj],
         known: Mapping[ObjectKey, Obj | None],
         adopting: Mapping[ObjectKey, str],
         recreate_immutable: bool,

@@ -10,13 +10,14 @@ The planner works offline, from the rendered objects alone; it never talks to th
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from kfctl import ordering
 from kfctl.errors import PlanError
@@ -57,16 +58,56 @@ class WebhookBackend:
         return f"{self.service.namespace}/{self.service.name}" if self.service else self.url
 
 
-@dataclass
-class Step:
+@dataclass(frozen=True)
+class _Planned:
     id: str
-    kind: StepKind
-    app: str
-    key: ObjectKey | None = None
-    obj: Obj | None = None
-    backend: WebhookBackend | None = None
-    external: ExternalCheck | None = None
+    app: str  # the application it belongs to (an object's: the one that renders it first)
+
+
+@dataclass(frozen=True)
+class PlannedObject(_Planned):
+    """An object of the bundle: applied, then waited on when its kind has a health rule (``wait``)."""
+
+    key: ObjectKey
+    obj: Obj
     wait: bool = True
+    kind: ClassVar[StepKind] = "object"
+
+
+@dataclass(frozen=True)
+class PlannedBackend(_Planned):
+    """What a webhook calls: nothing to apply, waited on until the API server can call it."""
+
+    backend: WebhookBackend
+    wait: ClassVar[bool] = True
+    kind: ClassVar[StepKind] = "webhook-backend"
+
+
+@dataclass(frozen=True)
+class PlannedExternal(_Planned):
+    """An application the cluster provides (``external: true``): nothing to apply, waited on until it is there."""
+
+    external: ExternalCheck
+    wait: ClassVar[bool] = True
+    kind: ClassVar[StepKind] = "external"
+
+
+@dataclass(frozen=True)
+class PlannedGate(_Planned):
+    """The point where an application a ``dependsOn`` names is ready: nothing to apply or read."""
+
+    wait: ClassVar[bool] = True
+    kind: ClassVar[StepKind] = "application"
+
+
+# A step of the plan. Code dispatches on its type (isinstance, match); ``kind`` is only its name in
+# `kfctl plan -o json`.
+Step = PlannedObject | PlannedBackend | PlannedExternal | PlannedGate
+
+
+def object_key(step: Step) -> ObjectKey | None:
+    """The object a step applies, None for kfctl's own gates."""
+    return step.key if isinstance(step, PlannedObject) else None
 
 
 @dataclass(frozen=True)
@@ -100,8 +141,8 @@ class Plan:
     # runs): no edge, only a weight for kfctl.plan.priority (see kfctl.plan.operands).
     drives: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
-    def objects(self) -> list[Step]:
-        return [s for s in self.steps.values() if s.kind == "object"]
+    def objects(self) -> list[PlannedObject]:
+        return [s for s in self.steps.values() if isinstance(s, PlannedObject)]
 
     def applications_of(self, sid: str) -> tuple[str, ...]:
         """Every application that renders the step's object: its own first, then those whose copy was merged."""
@@ -168,10 +209,10 @@ def build_plan(
     plan = Plan(
         generated=frozenset(object_id(k) for k in generated), replaced=frozenset(object_id(k) for k in replaced)
     )
-    by_key: dict[ObjectKey, Step] = {}
+    by_key: dict[ObjectKey, PlannedObject] = {}
     for check in externals:
         plan.applications.append(Application(check.application, ()))
-        step = Step(external_id(check.application), "external", check.application, external=check)
+        step: Step = PlannedExternal(external_id(check.application), check.application, check)
         plan.steps[step.id] = step
         plan.deps[step.id] = []
     statusless = statusless_kinds(obj for _, objs in objects_by_app for obj in objs)
@@ -180,10 +221,10 @@ def build_plan(
         for obj in objs:
             key = key_of(obj)
             wait = needs_wait(key.group, key.kind) and (key.group, key.kind) not in statusless
-            step = Step(object_id(key), "object", app, key=key, obj=obj, wait=wait)
-            plan.steps[step.id] = step
-            plan.deps[step.id] = []
-            by_key[key] = step
+            planned = PlannedObject(object_id(key), app, key, obj, wait)
+            plan.steps[planned.id] = planned
+            plan.deps[planned.id] = []
+            by_key[key] = planned
     for c in copies:
         sid = object_id(c.key)
         plan.copies[sid] = (*plan.copies.get(sid, ()), c.dropped_from)
@@ -196,23 +237,23 @@ def build_plan(
 
 
 class _Builder:
-    def __init__(self, plan: Plan, by_key: dict[ObjectKey, Step]) -> None:
+    def __init__(self, plan: Plan, by_key: dict[ObjectKey, PlannedObject]) -> None:
         self.plan = plan
         self.by_key = by_key
-        self.crds: dict[tuple[str, str], Step] = {}  # (group, kind) -> CRD step
+        self.crds: dict[tuple[str, str], PlannedObject] = {}  # (group, kind) -> CRD step
         self.plurals: dict[tuple[str, str], str] = dict(rules.BUILTIN_PLURALS)
         self.roles = role_index(by_key)
         # (step, dependency) pairs drawn: one edge per pair, found in constant time (an application step has
         # an edge to each of its thousands of members).
         self.drawn: set[tuple[str, str]] = {(sid, e.dependency) for sid, edges in plan.deps.items() for e in edges}
         # failurePolicy=Fail webhooks: (webhook, its backend's step, its configuration's step).
-        self.matchers: list[tuple[Mapping[str, Any], Step, Step]] = []
+        self.matchers: list[tuple[Mapping[str, Any], PlannedBackend, PlannedObject]] = []
         # CRD name (<plural>.<group>) → the external application's check that vouches for it.
-        self.external_crds: dict[str, Step] = {
-            crd: step for step in plan.steps.values() if step.external for crd in step.external.crds
+        self.external_crds: dict[str, PlannedExternal] = {
+            crd: step for step in plan.steps.values() if isinstance(step, PlannedExternal) for crd in step.external.crds
         }
         for step in by_key.values():
-            if (step.key and step.key.kind == "CustomResourceDefinition") and step.obj:
+            if step.key.kind == "CustomResourceDefinition":
                 spec = step.obj.get("spec") or {}
                 names = spec.get("names") or {}
                 gk = (str(spec.get("group", "")), str(names.get("kind", "")))
@@ -228,7 +269,6 @@ class _Builder:
     def build(self) -> None:
         steps = list(self.by_key.values())
         for step in steps:
-            assert step.key is not None and step.obj is not None
             self._structural(step, step.key, step.obj)
         self._webhooks(steps)
         self._operators(steps)
@@ -238,7 +278,7 @@ class _Builder:
         self._applications(steps)
         self._admitted_pods(steps)
 
-    def _structural(self, step: Step, key: ObjectKey, obj: Obj) -> None:
+    def _structural(self, step: PlannedObject, key: ObjectKey, obj: Obj) -> None:
         crd = self.crds.get((key.group, key.kind))
         self.edge(step, crd, rules.CRD)
         if crd is None and key.group and self.external_crds:
@@ -278,7 +318,7 @@ class _Builder:
             for ref in str(standard).split(","):
                 self.edge(step, self._standard_target(ref.strip(), step), rules.DEPENDS_ON_STANDARD)
 
-    def _hint_target(self, ref: str, step: Step) -> Step:
+    def _hint_target(self, ref: str, step: PlannedObject) -> PlannedObject:
         """``Kind[.group]/namespace/name`` (empty namespace for cluster-scoped objects)."""
         parts = ref.split("/")
         if len(parts) != 3:
@@ -291,7 +331,7 @@ class _Builder:
             raise PlanError(f"{step.id}: annotation {rules.HINT_ANNOTATION}: {ref} is not in the bundle")
         return target
 
-    def _standard_target(self, ref: str, step: Step) -> Step:
+    def _standard_target(self, ref: str, step: PlannedObject) -> PlannedObject:
         """``<group>/namespaces/<namespace>/<kind>/<name>``, or ``<group>/<kind>/<name>`` when cluster-scoped (as
         cli-utils reads config.kubernetes.io/depends-on; the core group is empty)."""
         parts = ref.split("/")
@@ -313,12 +353,11 @@ class _Builder:
         return target
 
     # --- webhooks ------------------------------------------------------------------------------------------
-    def _webhooks(self, steps: list[Step]) -> None:
-        backends: dict[str, Step] = {}
+    def _webhooks(self, steps: list[PlannedObject]) -> None:
+        backends: dict[str, PlannedBackend] = {}
         matchers = self.matchers
         for step in steps:
             key, obj = step.key, step.obj
-            assert key is not None and obj is not None
             if (key.group, key.kind) not in rules.WEBHOOK_CONFIG_KINDS:
                 continue
             inject = (meta_of(obj).get("annotations") or {}).get(rules.INJECT_CA_ANNOTATION)
@@ -327,7 +366,6 @@ class _Builder:
                 if hook.get("failurePolicy", "Fail") == "Fail":
                     matchers.append((hook, backend, step))
         for step, obj, key in ((s, s.obj, s.key) for s in steps):
-            assert key is not None and obj is not None
             if (key.group, key.kind) in rules.WEBHOOK_CONFIG_KINDS:
                 continue
             for hook, backend, _ in matchers:
@@ -337,19 +375,19 @@ class _Builder:
             if crd_conv is not None:
                 # Custom resources of a CRD with a conversion webhook wait for that backend.
                 for other in steps:
-                    if other.key and self.crds.get((other.key.group, other.key.kind)) is step:
+                    if self.crds.get((other.key.group, other.key.kind)) is step:
                         self.edge(other, crd_conv, rules.CONVERSION)
             if (key.group, key.kind) == ("apiregistration.k8s.io", "APIService"):
                 group = str((obj.get("spec") or {}).get("group", ""))
                 for other in steps:
-                    if other.key and other.key.group == group and other is not step:
+                    if other.key.group == group and other is not step:
                         self.edge(other, step, rules.APISERVICE)
 
-    def _operators(self, steps: list[Step]) -> None:
+    def _operators(self, steps: list[PlannedObject]) -> None:
         """A workload waits for the CRDs of its own application that its ServiceAccount may list or watch: see
         :mod:`kfctl.plan.operands`. Never an edge that closes a cycle (a CRD that itself waits, through
         others, for the workload)."""
-        crds_of: dict[str, list[tuple[Step, str, str]]] = {}
+        crds_of: dict[str, list[tuple[PlannedObject, str, str]]] = {}
         for (group, _kind), crd in self.crds.items():
             crds_of.setdefault(crd.app, []).append((crd, group, self.plurals[(group, _kind)]))
         for step, key, pod in self._workloads(steps):
@@ -358,7 +396,7 @@ class _Builder:
                 if self.grants.reads(key.namespace, account, group, plural) and not self._waits_for(crd, step):
                     self.edge(step, crd, rules.OPERAND_CRD)
 
-    def _account_bindings(self, steps: list[Step]) -> None:
+    def _account_bindings(self, steps: list[PlannedObject]) -> None:
         """A workload is applied after what its own application gives it in place of a pod-spec reference (order
         only, as Helm orders RBAC, ConfigMaps and Secrets before workloads): the RoleBindings and
         ClusterRoleBindings that name its ServiceAccount, and — when that ServiceAccount may read them — the
@@ -366,11 +404,10 @@ class _Builder:
         application's are that application's business: an edge to them could close a cycle with ``dependsOn``.
         (A workload with no such right gets no config edges: a namespace of a thousand ConfigMaps and plain
         Deployments stays a plan of a few edges each.)"""
-        bound: dict[tuple[str, str, str], list[Step]] = {}  # (application, namespace, account) → bindings
-        config: dict[tuple[str, str], list[Step]] = {}  # (application, namespace) → ConfigMaps and Secrets
+        bound: dict[tuple[str, str, str], list[PlannedObject]] = {}  # (application, namespace, account) → bindings
+        config: dict[tuple[str, str], list[PlannedObject]] = {}  # (application, namespace) → ConfigMaps and Secrets
         for step in steps:
             key, obj = step.key, step.obj
-            assert key is not None and obj is not None
             if key.group == "" and key.kind in ("ConfigMap", "Secret"):
                 config.setdefault((step.app, key.namespace), []).append(step)
             if key.group != RBAC or key.kind not in ("RoleBinding", "ClusterRoleBinding"):
@@ -385,18 +422,16 @@ class _Builder:
                 if not self._waits_for(binding, step):
                     self.edge(step, binding, rules.ACCOUNT_BINDING)
             for item in config.get((step.app, key.namespace), []):
-                assert item.key is not None
                 plural = rules.BUILTIN_PLURALS[("", item.key.kind)]
                 if self.grants.gets(key.namespace, account, "", plural) and not self._waits_for(item, step):
                     self.edge(step, item, rules.APP_CONFIG)
 
-    def _status_writers(self, steps: list[Step]) -> None:
+    def _status_writers(self, steps: list[PlannedObject]) -> None:
         """``plan.drives``: each workload → the bundle's custom resources that wait and whose kind's status its
         ServiceAccount may write (see :mod:`kfctl.plan.operands`). Not one it waits for itself: that would rank
         a chain above its own start."""
-        by_resource: dict[tuple[str, str], list[Step]] = {}
+        by_resource: dict[tuple[str, str], list[PlannedObject]] = {}
         for step in steps:
-            assert step.key is not None
             gk = (step.key.group, step.key.kind)
             if step.wait and gk in self.crds:
                 by_resource.setdefault((gk[0], self.plurals[gk]), []).append(step)
@@ -408,16 +443,16 @@ class _Builder:
             if driven:
                 self.plan.drives[step.id] = tuple(driven)
 
-    def _certificate_mounts(self, steps: list[Step]) -> None:
+    def _certificate_mounts(self, steps: list[PlannedObject]) -> None:
         """A workload whose pods use a Secret that no object of the bundle is, but that a Certificate of the
         bundle makes (``spec.secretName``), is applied after that Certificate (order only: its pods are better
         created at once, to start the moment the Secret appears, than after the Certificate is Ready). The edge
         gives the Certificate, its Issuer and cert-manager's webhook the priority of the chain behind them
         (KServe's controller, whose readiness probe then waits 30 s). Never an edge closing a cycle."""
-        makes: dict[tuple[str, str], Step] = {}
+        makes: dict[tuple[str, str], PlannedObject] = {}
         for step in steps:
             key, obj = step.key, step.obj
-            if key and obj and (key.group, key.kind) == ("cert-manager.io", "Certificate"):
+            if (key.group, key.kind) == ("cert-manager.io", "Certificate"):
                 secret = (obj.get("spec") or {}).get("secretName")
                 if secret:
                     makes[(key.namespace, str(secret))] = step
@@ -432,10 +467,9 @@ class _Builder:
                     self.edge(step, cert, rules.MOUNTS_CERTIFICATE)
 
     @staticmethod
-    def _workloads(steps: list[Step]) -> Iterator[tuple[Step, ObjectKey, Mapping[str, Any]]]:
+    def _workloads(steps: list[PlannedObject]) -> Iterator[tuple[PlannedObject, ObjectKey, Mapping[str, Any]]]:
         """(step, key, pod spec) of each step that runs pods."""
         for step in steps:
-            assert step.key is not None and step.obj is not None
             pod = pod_spec(step.key, step.obj)
             if pod is not None:
                 yield step, step.key, pod
@@ -443,7 +477,7 @@ class _Builder:
     @functools.cached_property
     def grants(self) -> Grants:
         """Who may read or write what, from the bundle's RBAC (:mod:`kfctl.plan.operands`)."""
-        return Grants({k: s.obj for k, s in self.by_key.items() if s.obj is not None})
+        return Grants({k: s.obj for k, s in self.by_key.items()})
 
     def _waits_for(self, src: Step, dst: Step) -> bool:
         """Does ``src`` wait, directly or through others, for ``dst``? (A CRD or a Certificate waits for few: cheap.)"""
@@ -458,20 +492,21 @@ class _Builder:
                 todo.extend(e.dependency for e in self.plan.deps.get(sid, []))
         return False
 
-    def _backend(self, backends: dict[str, Step], config: Step, hook: Mapping[str, Any], inject: Any) -> Step:
+    def _backend(
+        self, backends: dict[str, PlannedBackend], config: PlannedObject, hook: Mapping[str, Any], inject: Any
+    ) -> PlannedBackend:
         cc = hook.get("clientConfig") or {}
         svc = cc.get("service")
         service = ObjectKey("", "Service", str(svc.get("namespace", "")), str(svc.get("name", ""))) if svc else None
         url = "" if svc else str(cc.get("url", ""))
         label = f"{service.namespace}/{service.name}" if service else url
         sid = backend_id(label)
-        assert config.key is not None
         step = backends.get(sid)
         cert = certificate_ref(inject)
         if step is None:
             deployment = self._serving_deployment(service) if service else None
             backend = WebhookBackend(service, url, ((config.key, str(hook.get("name"))),), deployment, cert)
-            step = Step(sid, "webhook-backend", config.app, backend=backend)
+            step = PlannedBackend(sid, config.app, backend)
             backends[sid] = step
             self.plan.steps[sid] = step
             self.plan.deps[sid] = []
@@ -479,12 +514,20 @@ class _Builder:
                 self.edge(step, self.by_key.get(service), rules.BACKEND_SERVICE)
             if deployment:
                 self.edge(step, self.by_key.get(deployment), rules.BACKEND_WORKLOAD)
-        else:
-            assert step.backend is not None
+        else:  # one more webhook calls it: the step (a frozen value) is replaced; its id, what edges name, stays
             b = step.backend
-            step.backend = WebhookBackend(
-                b.service, b.url, (*b.configs, (config.key, str(hook.get("name")))), b.deployment, b.certificate or cert
+            step = dataclasses.replace(
+                step,
+                backend=WebhookBackend(
+                    b.service,
+                    b.url,
+                    (*b.configs, (config.key, str(hook.get("name")))),
+                    b.deployment,
+                    b.certificate or cert,
+                ),
             )
+            backends[sid] = step
+            self.plan.steps[sid] = step
         if cert is not None:
             self.edge(step, self.by_key.get(cert), rules.BACKEND_CERT)
         self.edge(step, config, rules.BACKEND_CONFIG)
@@ -492,18 +535,20 @@ class _Builder:
 
     def _serving_deployment(self, service: ObjectKey) -> ObjectKey | None:
         svc = self.by_key.get(service)
-        selector = ((svc.obj or {}).get("spec") or {}).get("selector") if svc else None
+        selector = (svc.obj.get("spec") or {}).get("selector") if svc else None
         if not selector:
             return None
         for step in self.by_key.values():
             key = step.key
-            if key and key.kind == "Deployment" and key.group == "apps" and key.namespace == service.namespace:
-                labels = (((step.obj or {}).get("spec") or {}).get("template") or {}).get("metadata", {}).get("labels")
+            if key.kind == "Deployment" and key.group == "apps" and key.namespace == service.namespace:
+                labels = ((step.obj.get("spec") or {}).get("template") or {}).get("metadata", {}).get("labels")
                 if labels and all(labels.get(k) == v for k, v in selector.items()):
                     return key
         return None
 
-    def _conversion_backend(self, backends: dict[str, Step], step: Step, key: ObjectKey, obj: Obj) -> Step | None:
+    def _conversion_backend(
+        self, backends: dict[str, PlannedBackend], step: PlannedObject, key: ObjectKey, obj: Obj
+    ) -> PlannedBackend | None:
         if key.kind != "CustomResourceDefinition":
             return None
         conv = (obj.get("spec") or {}).get("conversion") or {}
@@ -545,12 +590,11 @@ class _Builder:
             return True
         return False
 
-    def _admitted_pods(self, steps: list[Step]) -> None:
+    def _admitted_pods(self, steps: list[PlannedObject]) -> None:
         """A workload's pods pass the Fail webhooks that admit pods: see :mod:`kfctl.plan.podhooks`. Runs
         last, as whether the backend needs the workload depends on every other edge (dependsOn included)."""
         reach = Reachability(self.plan, {backend.id for _, backend, _ in self.matchers})
         for step in steps:
-            assert step.key is not None and step.obj is not None
             pod = pod_template(step.key, step.obj)
             if pod is None:
                 continue
@@ -565,7 +609,7 @@ class _Builder:
                     reach.drawn(step.id, backend.id)
 
     # --- applications ------------------------------------------------------------------------------------
-    def _applications(self, steps: list[Step]) -> None:
+    def _applications(self, steps: list[PlannedObject]) -> None:
         """``dependsOn`` edges. A dependent waits for the API its dependency serves, not for all of it: what
         the dependent actually needs of the other's running parts is already an edge of its own (a webhook
         that admits its objects or pods waits for that webhook's backend; a Certificate for cert-manager's
@@ -575,16 +619,16 @@ class _Builder:
         members: dict[str, list[Step]] = {}
         for step in self.plan.steps.values():
             members.setdefault(step.app, []).append(step)
-        app_steps: dict[str, Step] = {}
+        app_steps: dict[str, PlannedGate] = {}
         for app in self.plan.applications:
             if not any(app.name in a.depends_on for a in self.plan.applications):
                 continue
-            s = Step(application_id(app.name), "application", app.name)
+            s = PlannedGate(application_id(app.name), app.name)
             app_steps[app.name] = s
             self.plan.steps[s.id] = s
             self.plan.deps[s.id] = []
             mine = members.get(app.name, [])
-            api = [m for m in mine if m.key is not None and (m.key.group, m.key.kind) in rules.API_KINDS]
+            api = [m for m in mine if isinstance(m, PlannedObject) and (m.key.group, m.key.kind) in rules.API_KINDS]
             for m in api or mine:
                 self.edge(s, m, rules.APP_API if api else rules.APP_MEMBER)
         self.plan.hoisted = hoisted_steps(
@@ -592,7 +636,7 @@ class _Builder:
                 Need(s.id, s.app, e.dependency, e.rule)
                 for s in steps
                 for e in self.plan.deps.get(s.id, [])
-                if self.plan.steps[e.dependency].kind == "object"
+                if isinstance(self.plan.steps[e.dependency], PlannedObject)
             ],
             owner={s.id: s.app for s in steps},
             held=_waited_for(self.plan.applications),

@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kfctl.plan.graph import Plan
+from kfctl.plan.graph import Plan, object_key
 
 # Upper bounds of the histogram's buckets, in seconds; the last bucket is everything above the last bound.
 BUCKETS = (0.1, 0.5, 1.0, 2.0, 5.0, 10.0)
@@ -99,7 +99,7 @@ def queue_waits(
 def _cause(plan: Plan, sid: str, latency: float, queued: float) -> str:
     if queued < latency / 2:
         return "request"
-    key = plan.steps[sid].key if sid in plan.steps else None
+    key = object_key(plan.steps[sid]) if sid in plan.steps else None
     return "crd-gate" if key is not None and (key.group, key.kind) == CRD else "apply-slot"
 
 

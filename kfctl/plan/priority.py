@@ -26,18 +26,16 @@ import graphlib
 from collections.abc import Mapping, Sequence
 
 from kfctl.objects import Obj, ObjectKey
-from kfctl.plan.graph import Plan, Step, pod_spec
+from kfctl.plan.graph import Plan, PlannedGate, PlannedObject, Step, pod_spec
 
 
 def _waits(step: Step) -> int:
     """0 for a step that holds nothing up (an apply alone takes milliseconds), else 1 for its wait plus the
     readiness delay its manifest sets (`readiness_delay`)."""
-    if step.kind == "application":
+    if isinstance(step, PlannedGate):
         return 0  # a gate: ready the moment its members are, it adds no time of its own
-    if step.kind == "object":
-        if not step.wait:
-            return 0
-        return 1 + (readiness_delay(step.key, step.obj) if step.key and step.obj else 0)
+    if isinstance(step, PlannedObject):
+        return 1 + readiness_delay(step.key, step.obj) if step.wait else 0
     return 1  # a webhook backend or an external application's check
 
 

@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from kfctl.plan import rules
-from kfctl.plan.graph import Edge, Plan, topological_order
+from kfctl.plan.graph import Edge, Plan, PlannedExternal, topological_order
 from kfctl.plan.hoist import Hoist
 
 # Edges that are the application order itself, not a wait of one object for another.
@@ -74,11 +74,11 @@ def summarize(plan: Plan) -> PlanSummary:
     counts = plan.sizes()
     namespaces: dict[str, set[str]] = {}
     for step in plan.objects():
-        if step.key is not None and step.key.namespace:
+        if step.key.namespace:
             for app in plan.applications_of(step.id):
                 namespaces.setdefault(app, set()).add(step.key.namespace)
     waits = cross_application_waits(plan)
-    externals = {s.app for s in plan.steps.values() if s.kind == "external"}
+    externals = {s.app for s in plan.steps.values() if isinstance(s, PlannedExternal)}
     by_name = {a.name: a for a in plan.applications}
     apps = tuple(
         ApplicationSummary(
@@ -112,7 +112,7 @@ def summarize(plan: Plan) -> PlanSummary:
 def namespace_creator(plan: Plan, namespace: str) -> str | None:
     """The application whose objects include Namespace ``namespace`` (None when none does)."""
     for step in plan.objects():
-        if step.key is not None and (step.key.group, step.key.kind, step.key.name) == ("", "Namespace", namespace):
+        if (step.key.group, step.key.kind, step.key.name) == ("", "Namespace", namespace):
             return step.app
     return None
 

@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from kfctl.plan import rules
-from kfctl.plan.graph import Plan
+from kfctl.plan.graph import Plan, PlannedExternal, PlannedGate, object_key
 from kfctl.plan.hoist import Hoist
 from kfctl.plan.summary import ApplicationSummary, PlanSummary, PodWebhookOrder, namespace_creator
 from kfctl.wording import counted
@@ -29,10 +29,10 @@ def format_plan(plan: Plan) -> str:
         lines.append(f"Wave {i}")
         for sid in wave:
             step = plan.steps[sid]
-            if step.kind == "application":
+            if isinstance(step, PlannedGate):
                 lines.append(f"  {sid} {application_gate(plan, sid)}")
                 continue
-            if step.kind == "external" and step.external is not None:
+            if isinstance(step, PlannedExternal):
                 what = (
                     f"its {len(step.external.crds)} CRDs" if step.external.crds else "nothing (not a catalog component)"
                 )
@@ -115,7 +115,7 @@ def inventory_line(plan: Plan, namespace: str) -> str:
     creator = namespace_creator(plan, namespace)
     if creator is not None:
         where = f"created by application {creator}"
-    elif any(s.key is not None and s.key.namespace == namespace for s in plan.objects()):
+    elif any(s.key.namespace == namespace for s in plan.objects()):
         where = "which no application creates: apply creates it"
     else:
         where = "where no object goes: apply creates it for the record alone"
@@ -171,7 +171,7 @@ def application_gate(plan: Plan, sid: str) -> str:
     edges = plan.deps.get(sid, [])
     if not any(e.rule.name == "api" for e in edges):
         return "ready when all its objects are"
-    keys = [plan.steps[e.dependency].key for e in edges]
+    keys = [object_key(plan.steps[e.dependency]) for e in edges]
     kinds = Counter(k.kind for k in keys if k is not None)
     parts = [f"{kinds['CustomResourceDefinition']} CRD(s) Established"] if kinds["CustomResourceDefinition"] else []
     if kinds["APIService"]:
