@@ -59,6 +59,9 @@ from kfctl.plan.rules import never_recreated
 State = Literal["pending", "applying", "waiting", "ready", "failed", "blocked"]
 TERMINAL = ("ready", "failed", "blocked")
 COALESCE_SECONDS = 0.25
+# The longest the loop sleeps when nothing is due: with work in flight, and with none.
+BUSY_WAKE = 0.2
+IDLE_WAKE = 0.05
 BATCH_MIN = 3  # due checks of one kind in one namespace that are cheaper as one LIST than as GETs
 NOT_BATCHED = frozenset({"CustomResourceDefinition"})  # large objects; a LIST would return them all
 # Watch a kind (one LIST + WATCH for the run) once this many of its objects wait on health: below that,
@@ -209,12 +212,13 @@ class Run:
         finished.future.add_done_callback(lambda _f: self.inbox.put(finished))
 
     def _next_messages(self, now: float) -> list[Finished | Changed]:
-        """Sleep until a worker finishes, a watch reports a change, or the next retry or check is due."""
-        if self.in_flight:
-            timeout = 0.2
-        else:
-            next_due = [q[0][0] for q in (self.retries, self.checks) if q]
-            timeout = min(0.05, max(0.0, min(next_due) - now)) if next_due else 0.05
+        """Sleep until a worker finishes, a watch reports a change, or the next retry or check is due — whether
+        or not work is in flight (a check due in 30 ms is started in 30 ms, not at the next worker's return).
+        With nothing due the loop still turns every ``IDLE_WAKE`` (``BUSY_WAKE`` while work is in flight,
+        which wakes it when it returns), to look at the overall deadline."""
+        cap = BUSY_WAKE if self.in_flight else IDLE_WAKE
+        next_due = [q[0][0] for q in (self.retries, self.checks) if q]
+        timeout = min(cap, max(0.0, min(next_due) - now)) if next_due else cap
         out: list[Finished | Changed] = []
         try:
             out.append(self.inbox.get(timeout=timeout))
