@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from fakecluster import FakeCluster, obj, write_app
 
-from kfctl.cli import apply_cmd
+from kfctl.cli import target
 from kfctl.cli.main import main
 from kfctl.k8s.api import ApiError
 from kfctl.objects import ObjectKey
@@ -31,7 +31,7 @@ UNANSWERED = 'Internal error occurred: failed calling webhook "policy.example.or
 @pytest.fixture
 def cluster(monkeypatch: pytest.MonkeyPatch) -> FakeCluster:
     c = FakeCluster()
-    monkeypatch.setattr(apply_cmd, "open_cluster", lambda **_: c)
+    monkeypatch.setattr(target, "open_cluster", lambda **_: c)
     return c
 
 

@@ -29,7 +29,7 @@ from shared_apps import (
     written,
 )
 
-from kfctl.cli import apply_cmd
+from kfctl.cli import target
 from kfctl.cli.main import main
 
 HEAD = "APPLICATION        CREATED  CONFIGURED  UNCHANGED  PRUNED  RECREATE  PENDING  FOREIGN  DENIED"
@@ -104,7 +104,7 @@ def test_the_dry_run_counts_a_shared_object_under_each_application_once_in_the_t
 ) -> None:
     cluster, path = prepared(tmp_path / "app", setup)
     app_dir = path.parent
-    monkeypatch.setattr(apply_cmd, "open_cluster", lambda **_: cluster)
+    monkeypatch.setattr(target, "open_cluster", lambda **_: cluster)
     capsys.readouterr()
     assert main(["apply", str(app_dir), "--skip-generate", "--dry-run"]) == 0
     assert capsys.readouterr().out.splitlines() == text
@@ -125,7 +125,7 @@ def test_nothing_shared_no_note(
     app_dir = tmp_path / "app"
     written(app_dir, {"common": COMMON, "training-operator": OPERATOR})
     cluster = with_namespace()
-    monkeypatch.setattr(apply_cmd, "open_cluster", lambda **_: cluster)
+    monkeypatch.setattr(target, "open_cluster", lambda **_: cluster)
     assert main(["apply", str(app_dir), "--skip-generate", "--dry-run"]) == 0
     assert capsys.readouterr().out.splitlines()[-4:] == [
         HEAD,

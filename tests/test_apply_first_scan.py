@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from fakecluster import FakeCluster, write_app
 
-from kfctl.cli import apply_cmd
+from kfctl.cli import target
 from kfctl.cli.main import main
 from kfctl.engine import ownership
 
@@ -37,7 +37,7 @@ def test_each_run_scans_the_cluster_once(
     summary: dict[str, int],
 ) -> None:
     cluster = FakeCluster()
-    monkeypatch.setattr(apply_cmd, "open_cluster", lambda **_: cluster)
+    monkeypatch.setattr(target, "open_cluster", lambda **_: cluster)
     calls: list[int] = []
     real = ownership.scan
 

@@ -23,7 +23,7 @@ from fakecluster import FakeCluster, obj
 from upstream import shared_fixture
 
 from kfctl import __version__
-from kfctl.cli import apply_cmd
+from kfctl.cli import target
 from kfctl.cli.main import main
 from kfctl.engine.lease import COMMAND_ANNOTATION, lease_name
 
@@ -187,7 +187,7 @@ def held_lock(monkeypatch: pytest.MonkeyPatch, files: dict[str, str]) -> str:
     )
     cluster.put(obj("v1", "Namespace", "kubeflow"))
     cluster.put(lease)
-    monkeypatch.setattr(apply_cmd, "open_cluster", lambda **_: cluster)
+    monkeypatch.setattr(target, "open_cluster", lambda **_: cluster)
     return renewed
 
 

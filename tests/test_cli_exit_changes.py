@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from fakecluster import FakeCluster, write_app
 
-from kfctl.cli import apply_cmd, diff_cmd
+from kfctl.cli import target
 from kfctl.cli.main import main
 
 CONFIGMAP = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: kubeflow}\ndata: {a: '1'}\n"
@@ -19,8 +19,7 @@ NAMESPACE = "apiVersion: v1\nkind: Namespace\nmetadata: {name: kubeflow}\n---\n"
 @pytest.fixture
 def cluster(monkeypatch: pytest.MonkeyPatch) -> FakeCluster:
     c = FakeCluster()
-    for module in (apply_cmd, diff_cmd):
-        monkeypatch.setattr(module, "open_cluster", lambda **_: c)
+    monkeypatch.setattr(target, "open_cluster", lambda **_: c)  # every command opens it there
     return c
 
 

@@ -26,7 +26,7 @@ from fakecluster import FakeCluster, obj, served_crd
 from kfctl.check.ingress import find_ingress
 from kfctl.check.login import dashboard_check, login_check
 from kfctl.check.model import InstalledContext
-from kfctl.cli import dashboard_cmd
+from kfctl.cli import dashboard_cmd, target
 from kfctl.cli.main import main
 from kfctl.errors import PlanError
 from kfctl.k8s.portforward import LocalForward
@@ -271,7 +271,7 @@ def on(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
     monkeypatch.chdir(tmp_path)
 
     def use(c: FakeCluster) -> None:
-        monkeypatch.setattr(dashboard_cmd, "open_cluster", lambda **_: c)
+        monkeypatch.setattr(target, "open_cluster", lambda **_: c)
 
     return use
 

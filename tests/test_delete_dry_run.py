@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from fakecluster import FakeCluster, obj, write_app
 
-from kfctl.cli import apply_cmd, delete_cmd
+from kfctl.cli import delete_cmd, target
 from kfctl.cli.main import main
 from kfctl.cli.output import SCHEMA_VERSION
 from kfctl.objects import ObjectKey
@@ -36,8 +36,7 @@ DONE = "(dry run: nothing was deleted)"
 def cluster(monkeypatch: pytest.MonkeyPatch) -> FakeCluster:
     c = FakeCluster()
     c.on_apply("PersistentVolumeClaim", lambda o: o.setdefault("status", {}).update({"phase": "Bound"}))
-    monkeypatch.setattr(apply_cmd, "open_cluster", lambda **_: c)
-    monkeypatch.setattr(delete_cmd, "open_cluster", lambda **_: c)
+    monkeypatch.setattr(target, "open_cluster", lambda **_: c)
     return c
 
 

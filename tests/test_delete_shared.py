@@ -19,9 +19,9 @@ import pytest
 from fakecluster import FakeCluster
 from shared_apps import COMMON, NOTE, OPERATOR, SHARED_KEY, install, with_namespace, written
 
-from kfctl.app.delete import DeleteSummary, delete_kfdef
+from kfctl.app.delete import DeleteSummary, delete_kfdef, delete_options
 from kfctl.catalog.load import load_catalog
-from kfctl.cli import delete_cmd
+from kfctl.cli import target
 from kfctl.cli.board import Board
 from kfctl.cli.delete_cmd import format_deleted
 from kfctl.cli.main import main
@@ -57,9 +57,8 @@ def deleted(tmp_path: Path, change: Callable[[FakeCluster], None]) -> tuple[Dele
         load_kfdef(path, load_catalog()),
         open_cluster=lambda: cluster,
         reporter=log,
-        delete_storage=False,
+        options=delete_options(wait_timeout=0.1),
         force=False,
-        wait_timeout=0.1,
     )
     return summary, log.events
 
@@ -142,7 +141,7 @@ def test_the_dry_run_names_the_other_applications_of_a_shared_object(
     path = written(tmp_path / "app")
     cluster = with_namespace()
     install(cluster, path)
-    monkeypatch.setattr(delete_cmd, "open_cluster", lambda **_: cluster)
+    monkeypatch.setattr(target, "open_cluster", lambda **_: cluster)
     capsys.readouterr()
     assert main(["delete", str(path.parent), "--dry-run", "-o", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)

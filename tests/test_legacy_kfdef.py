@@ -21,7 +21,7 @@ from upstream import shared_fixture
 from kfctl import yamlio
 from kfctl.app.generate import generate
 from kfctl.catalog.model import Catalog
-from kfctl.cli import apply_cmd, diff_cmd
+from kfctl.cli import target
 from kfctl.cli.main import main
 from kfctl.config.loader import load_kfdef
 from kfctl.engine.served import unserved
@@ -269,8 +269,7 @@ def test_apis_the_cluster_no_longer_serves_are_named_at_once_before_any_write(
     """The Gateway's kind is served by a CRD of the bundle, so the CRD is named, not each Gateway."""
     cluster = FakeCluster()
     cluster.unserved = {"apiextensions.k8s.io/v1beta1", "rbac.authorization.k8s.io/v1beta1"}
-    for module in (apply_cmd, diff_cmd):
-        monkeypatch.setattr(module, "open_cluster", lambda **_: cluster)
+    monkeypatch.setattr(target, "open_cluster", lambda **_: cluster)  # every command opens it there
     app_dir = tmp_path / "kf"
     write_app(app_dir, "common", rendered={"common": V1BETA1})
     assert main([command, str(app_dir), "--skip-generate"]) == 7

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from fakecluster import FakeCluster
 
-from kfctl.cli import apply_cmd, check_cmd, diff_cmd, status_cmd
+from kfctl.cli import target
 from kfctl.cli.main import main
 
 KFDEF = """\
@@ -48,8 +48,7 @@ CONFIGMAP = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s, namespace: ku
 @pytest.fixture
 def cluster(monkeypatch: pytest.MonkeyPatch) -> FakeCluster:
     c = FakeCluster()
-    for module in (apply_cmd, diff_cmd, status_cmd, check_cmd):
-        monkeypatch.setattr(module, "open_cluster", lambda **_: c)
+    monkeypatch.setattr(target, "open_cluster", lambda **_: c)  # every command opens it there
     return c
 
 

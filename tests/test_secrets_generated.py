@@ -18,7 +18,7 @@ from fakecluster import FakeCluster, kfdef_text
 
 from kfctl.app.apply import apply_kfdef
 from kfctl.app.bundle import load_bundle
-from kfctl.app.delete import delete_kfdef
+from kfctl.app.delete import delete_kfdef, delete_options
 from kfctl.app.diff import diff_kfdef
 from kfctl.app.secrets import apply_secrets
 from kfctl.app.status import status_of
@@ -497,7 +497,11 @@ def test_diff_and_status_show_keys_never_values(tmp_path: Path, tiny: Catalog) -
 
 def delete(kfdef: KfDef, cluster: FakeCluster, *, storage: bool) -> Any:
     return delete_kfdef(
-        kfdef, open_cluster=lambda: cluster, reporter=EventLog(), delete_storage=storage, force=False, wait_timeout=2.0
+        kfdef,
+        open_cluster=lambda: cluster,
+        reporter=EventLog(),
+        options=delete_options(delete_storage=storage, wait_timeout=2.0),
+        force=False,
     )
 
 
@@ -581,12 +585,12 @@ def test_the_secrets_apply_command_prints_keys_and_results_never_values(
 ) -> None:
     from fakecluster import write_app as write_catalog_app
 
-    from kfctl.cli import secrets_cmd
+    from kfctl.cli import target
     from kfctl.cli.main import main
 
     cluster = fake()
     put_namespace(cluster)
-    monkeypatch.setattr(secrets_cmd, "open_cluster", lambda **_: cluster)
+    monkeypatch.setattr(target, "open_cluster", lambda **_: cluster)
     app = tmp_path / "demo"
     write_catalog_app(app, "common", "cert-manager", "pipelines")
     assert main(["secrets", "apply", str(app), "-o", "json", "--detailed-exitcode"]) == 15

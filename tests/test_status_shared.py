@@ -20,7 +20,7 @@ from shared_apps import NOTE, OPERATOR_KEY, SHARED_KEY, install, with_namespace,
 from kfctl.app.apply import ApplySummary
 from kfctl.app.status import status_of
 from kfctl.catalog.load import load_catalog
-from kfctl.cli import status_cmd
+from kfctl.cli import target
 from kfctl.cli.main import main
 from kfctl.config.loader import load_kfdef
 from kfctl.engine import inventory
@@ -147,7 +147,7 @@ def test_the_text_counts_a_shared_object_under_each_application_and_says_so(
     cluster, path, _ = installed(tmp_path)
     if missing is not None:
         cluster.objects.pop(missing)
-    monkeypatch.setattr(status_cmd, "open_cluster", lambda **_: cluster)
+    monkeypatch.setattr(target, "open_cluster", lambda **_: cluster)
     capsys.readouterr()
     assert main(["status", str(path.parent), "--all"]) == code
     printed = capsys.readouterr()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
 from kfctl.app.cluster import ClusterRecord, identify, install_locked, talking_to
@@ -63,13 +63,12 @@ def delete_kfdef(
     *,
     open_cluster: Callable[[], Cluster],
     reporter: Reporter,
-    delete_storage: bool,
+    options: RemoveOptions,
     force: bool,
-    wait_timeout: float,
-    force_namespaces: bool = False,
-    delete_adopted: bool = False,
     lock_timeout: float = 30.0,
 ) -> DeleteSummary:
+    """Delete what the inventory records, as ``options`` (:func:`delete_options`) say; ``force``: on a cluster
+    other than the one applied to too."""
     start = time.monotonic()
     cluster = open_cluster()
     cluster_id = identify(cluster)
@@ -85,11 +84,8 @@ def delete_kfdef(
             lock=lock,
             start=start,
             reporter=reporter,
-            delete_storage=delete_storage,
+            options=options,
             force=force,
-            wait_timeout=wait_timeout,
-            force_namespaces=force_namespaces,
-            delete_adopted=delete_adopted,
         )
 
 
@@ -101,11 +97,8 @@ def _delete_locked(
     lock: Held | None,
     start: float,
     reporter: Reporter,
-    delete_storage: bool,
+    options: RemoveOptions,
     force: bool,
-    wait_timeout: float,
-    force_namespaces: bool,
-    delete_adopted: bool,
 ) -> DeleteSummary:
     summary = DeleteSummary()
     inv = _inventory_of_this_cluster(kfdef, cluster, cluster_id, force=force)
@@ -114,12 +107,6 @@ def _delete_locked(
         summary.requests = cluster.stats.as_dict()
         return summary
     summary.found = True
-    options = delete_options(
-        delete_storage=delete_storage,
-        force_namespaces=force_namespaces,
-        delete_adopted=delete_adopted,
-        wait_timeout=wait_timeout,
-    )
     # An object several applications render (the inventory's alsoIn) counts under each of them, as apply's does.
     sizes = Counter(app for m in inv.members.values() for app in (m.application, *m.also_in))
     for app, n in sizes.items():
@@ -167,7 +154,12 @@ def _delete_locked(
 
 
 def delete_options(
-    *, delete_storage: bool, force_namespaces: bool, delete_adopted: bool, wait_timeout: float, dry_run: bool = False
+    *,
+    delete_storage: bool = False,
+    force_namespaces: bool = False,
+    delete_adopted: bool = False,
+    wait_timeout: float = 300.0,
+    dry_run: bool = False,
 ) -> RemoveOptions:
     """What `kfctl delete` removes: everything it applied, namespaces and CRDs too; storage, namespaces holding
     others' objects and adopted objects only when asked; what it keeps is released."""
@@ -203,6 +195,7 @@ def _inventory_of_this_cluster(kfdef: KfDef, cluster: Cluster, cluster_id: str, 
 
 
 DeleteVerdict = Literal["delete", "keep", "skip", "error"]
+PREVIEW_WAIT = 30.0  # seconds a preview retries a read failing transiently
 
 
 @dataclass(frozen=True)
@@ -249,29 +242,21 @@ def preview_delete(
     kfdef: KfDef,
     *,
     open_cluster: Callable[[], Cluster],
-    delete_storage: bool,
+    options: RemoveOptions,
     force: bool,
-    force_namespaces: bool = False,
-    delete_adopted: bool = False,
-    wait_timeout: float = 30.0,
 ) -> DeletePreview:
-    """What delete would remove, keep and skip, by delete's own rules applied to the objects as they are now.
-    Reads only: no delete, no release, no lock, no inventory write."""
+    """What delete would remove, keep and skip, by delete's own rules (``options``, as :func:`delete_kfdef` takes
+    them) applied to the objects as they are now. Reads only: no delete, no release, no lock, no inventory write."""
     cluster = open_cluster()
     cluster_id = identify(cluster)
     with talking_to(cluster, "reading what delete would remove"):
         inv = _inventory_of_this_cluster(kfdef, cluster, cluster_id, force=force)
         if inv is None:
             return DeletePreview()
-        options = delete_options(
-            delete_storage=delete_storage,
-            force_namespaces=force_namespaces,
-            delete_adopted=delete_adopted,
-            wait_timeout=wait_timeout,  # bounds the retries of a read failing transiently
-            dry_run=True,
-        )
+        # PREVIEW_WAIT bounds the retries of a read failing transiently.
+        reading = replace(options, dry_run=True, wait_timeout=PREVIEW_WAIT)
         result = remove(
-            cluster, inv.members.values(), applyset_id=inv.id, reporter=EventLog(), options=options, verb="Deleted"
+            cluster, inv.members.values(), applyset_id=inv.id, reporter=EventLog(), options=reading, verb="Deleted"
         )
         why: dict[ObjectKey, tuple[DeleteVerdict, str]] = {k: ("delete", "") for k in result.planned}
         why |= {k: ("keep", reason) for k, reason in result.kept}

@@ -7,14 +7,16 @@ from pathlib import Path
 import click
 
 from kfctl.app.apply import ApplySummary, apply_kfdef
-from kfctl.app.cluster import open_cluster
 from kfctl.app.dry_run import VERDICTS, DryRunReport, Verdict, dry_run_apply
 from kfctl.app.plan import plan_as_dict, plan_kfdef
 from kfctl.catalog.load import load_catalog
+from kfctl.cli.context import GlobalOptions
 from kfctl.cli.options import detailed_exitcode_option, dry_run_option, get_options, global_options
 from kfctl.cli.output import columns, document, emit, machine_readable, shared_note
 from kfctl.cli.progress import Duration, EventRenderer, lock_timeout_option
-from kfctl.cli.target import kfdef_target, resolve_kfdef
+from kfctl.cli.removal import prune_options
+from kfctl.cli.target import cluster_of, kfdef_target, resolve_kfdef
+from kfctl.config.model import KfDef
 from kfctl.engine.apply import ApplyOptions
 from kfctl.engine.remove import RemoveOptions
 from kfctl.errors import ApiDeniedError, Changed, OwnershipError
@@ -41,22 +43,12 @@ from kfctl.wording import counted
     is_flag=True,
     help="Delete and recreate an object whose immutable fields changed.",
 )
-@click.option("--no-prune", is_flag=True, help="Do not delete objects that are no longer rendered.")
-@click.option("--prune-namespaces", is_flag=True, help="Also prune Namespaces (and everything left in them).")
-@click.option("--prune-crds", is_flag=True, help="Also prune CRDs (deletes every object of their kinds).")
-@click.option("--prune-storage", is_flag=True, help="Also prune PersistentVolumeClaims and PersistentVolumes.")
-@click.option("--prune-all", is_flag=True, help="Same as --prune-namespaces --prune-crds --prune-storage.")
-@click.option(
-    "--force-namespaces",
-    is_flag=True,
-    help="Prune namespaces that hold objects kfctl did not apply too (deleting those).",
-)
+@prune_options
 @click.option(
     "--adopt",
     is_flag=True,
     help="Take over objects of another owner (Helm, Argo CD…) instead of exit 11; delete and prune keep them.",
 )
-@click.option("--prune-adopted", is_flag=True, help="Also prune objects kfctl adopted rather than created.")
 @click.option("--skip-generate", is_flag=True, help="Apply APPDIR/rendered as it is, without rendering first.")
 @dry_run_option("Server-side dry run of every write (=server; =client: the plan, no cluster). Nothing persisted.")
 @lock_timeout_option
@@ -69,14 +61,8 @@ def apply(
     wait_timeout: float,
     concurrency: int,
     recreate_immutable: bool,
-    no_prune: bool,
-    prune_namespaces: bool,
-    prune_crds: bool,
-    prune_storage: bool,
-    prune_all: bool,
-    force_namespaces: bool,
+    prune: RemoveOptions | None,
     adopt: bool,
-    prune_adopted: bool,
     skip_generate: bool,
     dry_run: str,
     lock_timeout: float,
@@ -106,53 +92,19 @@ def apply(
     opts = get_options()
     kfdef = resolve_kfdef(app_dir, kfdef_file)
     if dry_run == "client":
-        p = plan_kfdef(kfdef, load_catalog(), render=not skip_generate)
-        emit(opts, plan_as_dict(p), f"{format_summary(summarize(p))}\n\n(client dry run: nothing was sent)")
+        _client_dry_run(opts, kfdef, render=not skip_generate)
         return
     if dry_run == "server":
-        report = dry_run_apply(
-            kfdef,
-            load_catalog(),
-            open_cluster=lambda: open_cluster(kubeconfig=opts.kubeconfig, context=opts.context),
-            render=not skip_generate,
-        )
-        emit(opts, report.as_dict(), format_dry_run(report, verbose=opts.verbose > 0))
-        refusals = (
-            (ApiDeniedError, "denied", "the server-side dry run refused {n} object(s)", HINT_DENIED),
-            (
-                OwnershipError,
-                "foreign",
-                "{n} object(s) have another owner; apply would write nothing",
-                HINT_OWNED,
-            ),
-        )
-        for error, verdict, message, hint in refusals:
-            refused = [v for v in report.verdicts if v.verdict == verdict]
-            if refused:
-                raise error(message.format(n=len(refused)), details=_listed(refused), hint=hint)
-        if report.changes and detailed_exitcode:
-            opts.exit_code = Changed.exit_code
+        _server_dry_run(opts, kfdef, render=not skip_generate, detailed_exitcode=detailed_exitcode)
         return
     options = ApplyOptions(
         concurrency=concurrency, wait_timeout=wait_timeout, timeout=timeout, recreate_immutable=recreate_immutable
-    )
-    prune = (
-        None
-        if no_prune
-        else RemoveOptions(
-            namespaces=prune_namespaces or prune_all,
-            crds=prune_crds or prune_all,
-            storage=prune_storage or prune_all,
-            wait_timeout=wait_timeout,
-            force_namespaces=force_namespaces,
-            adopted=prune_adopted,
-        )
     )
     with EventRenderer(opts) as renderer:
         summary = apply_kfdef(
             kfdef,
             load_catalog(),
-            open_cluster=lambda: open_cluster(kubeconfig=opts.kubeconfig, context=opts.context),
+            open_cluster=cluster_of(opts),
             reporter=renderer,
             options=options,
             prune=prune,
@@ -160,7 +112,39 @@ def apply(
             adopt=adopt,
             lock_timeout=lock_timeout,
         )
-    s = summary
+    _report(opts, summary, detailed_exitcode=detailed_exitcode)
+
+
+def _client_dry_run(opts: GlobalOptions, kfdef: KfDef, *, render: bool) -> None:
+    """--dry-run=client: the plan, from the render alone."""
+    p = plan_kfdef(kfdef, load_catalog(), render=render)
+    emit(opts, plan_as_dict(p), f"{format_summary(summarize(p))}\n\n(client dry run: nothing was sent)")
+
+
+def _server_dry_run(opts: GlobalOptions, kfdef: KfDef, *, render: bool, detailed_exitcode: bool) -> None:
+    """--dry-run (=server): each write as a server-side dry run, the server's verdict per object; what apply would
+    stop on (a denial, another owner's object) is the command's error."""
+    report = dry_run_apply(kfdef, load_catalog(), open_cluster=cluster_of(opts), render=render)
+    emit(opts, report.as_dict(), format_dry_run(report, verbose=opts.verbose > 0))
+    refusals = (
+        (ApiDeniedError, "denied", "the server-side dry run refused {n} object(s)", HINT_DENIED),
+        (
+            OwnershipError,
+            "foreign",
+            "{n} object(s) have another owner; apply would write nothing",
+            HINT_OWNED,
+        ),
+    )
+    for error, verdict, message, hint in refusals:
+        refused = [v for v in report.verdicts if v.verdict == verdict]
+        if refused:
+            raise error(message.format(n=len(refused)), details=_listed(refused), hint=hint)
+    if report.changes and detailed_exitcode:
+        opts.exit_code = Changed.exit_code
+
+
+def _report(opts: GlobalOptions, s: ApplySummary, *, detailed_exitcode: bool) -> None:
+    """The end of an apply: the table per application, the critical path and the totals; the run's error raised."""
     text = (
         f"{counted(s.objects, 'object')}: {s.created} created, {s.configured} configured, "
         + (f"{s.corrected} corrected, " if s.corrected else "")

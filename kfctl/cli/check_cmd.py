@@ -8,16 +8,14 @@ from pathlib import Path
 import click
 
 from kfctl.app.check import check_before_install, check_installed
-from kfctl.app.cluster import open_cluster
 from kfctl.catalog.load import load_catalog
 from kfctl.check.model import CheckReport
 from kfctl.check.runner import PRE_CHECKS, PROBES, SMOKES
 from kfctl.cli.options import get_options, global_options
 from kfctl.cli.output import emit, glyphs_ok
 from kfctl.cli.progress import Duration, check_progress
-from kfctl.cli.target import kfdef_target, resolve_kfdef
+from kfctl.cli.target import cluster_of, kfdef_target, resolve_kfdef
 from kfctl.errors import CheckFailed, CheckWarned, UsageError
-from kfctl.k8s.api import Cluster
 
 SYMBOLS = {"pass": "✓", "warn": "‼", "fail": "×", "skip": "-"}
 WORDS = {"pass": "ok", "warn": "warn", "fail": "fail", "skip": "skip"}
@@ -90,9 +88,7 @@ def check(
     """
     opts = get_options()
     kfdef = resolve_kfdef(app_dir, kfdef_file)
-
-    def connect() -> Cluster:
-        return open_cluster(kubeconfig=opts.kubeconfig, context=opts.context)
+    connect = cluster_of(opts)
 
     if pre and smoke:
         raise UsageError("--smoke checks an installed platform", hint="run kfctl check --smoke after kfctl apply")

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import click
 
-from kfctl.app.cluster import open_cluster, talking_to
+from kfctl.app.cluster import talking_to
 from kfctl.app.dashboard import Ingress, Login, find_ingress, forward, login_of, password_of
 from kfctl.cli.options import get_options, global_options
 from kfctl.cli.output import emit
-from kfctl.cli.target import kfdef_target, resolve_kfdef
+from kfctl.cli.target import cluster_of, kfdef_target, resolve_kfdef
 from kfctl.errors import InterruptedError_
 from kfctl.k8s.api import Cluster
 from kfctl.k8s.portforward import LocalForward
@@ -58,7 +58,7 @@ def dashboard(
     name = ""
     if app_dir is not None or kfdef_file is not None or Path("kfdef.yaml").is_file():
         name = resolve_kfdef(app_dir, kfdef_file).name
-    cluster = open_cluster(kubeconfig=opts.kubeconfig, context=opts.context)
+    cluster = cluster_of(opts)()
 
     def progress(text: str) -> None:
         if not opts.quiet:

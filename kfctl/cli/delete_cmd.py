@@ -9,41 +9,21 @@ from pathlib import Path
 import click
 
 from kfctl import wording
-from kfctl.app.cluster import open_cluster
 from kfctl.app.delete import DeletePreview, DeleteSummary, delete_kfdef, preview_delete
 from kfctl.cli.options import dry_run_option, get_options, global_options
 from kfctl.cli.output import document, emit, machine_readable, shared_note
-from kfctl.cli.progress import Duration, EventRenderer, lock_timeout_option
-from kfctl.cli.target import kfdef_target, resolve_kfdef
+from kfctl.cli.progress import EventRenderer, lock_timeout_option
+from kfctl.cli.removal import uninstall_options
+from kfctl.cli.target import cluster_of, kfdef_target, resolve_kfdef
 from kfctl.config.model import KfDef
+from kfctl.engine.remove import RemoveOptions
 from kfctl.errors import CancelledError, UsageError
 
 
 @click.command()
 @kfdef_target
-@click.option(
-    "--delete-storage",
-    is_flag=True,
-    help="Also delete PersistentVolumeClaims/PVs (data is lost) and the generated Secrets that open their data.",
-)
+@uninstall_options
 @click.option("--force", is_flag=True, help="Delete even from a cluster other than the one applied to.")
-@click.option(
-    "--force-namespaces",
-    is_flag=True,
-    help="Delete namespaces even when they hold objects kfctl did not apply (those are deleted with them).",
-)
-@click.option(
-    "--delete-adopted",
-    is_flag=True,
-    help="Also delete objects kfctl adopted (apply --adopt) rather than created; kept by default.",
-)
-@click.option(
-    "--wait-timeout",
-    type=Duration(),
-    default="5m",
-    show_default=True,
-    help="Limit for each phase's objects to be gone.",
-)
 @dry_run_option("Say what would be deleted, kept and skipped, by delete's own rules; delete nothing (=server).")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation (asked only when stdin is a terminal).")
 @lock_timeout_option
@@ -51,11 +31,8 @@ from kfctl.errors import CancelledError, UsageError
 def delete(
     app_dir: Path | None,
     kfdef_file: Path | None,
-    delete_storage: bool,
+    removal: RemoveOptions,
     force: bool,
-    force_namespaces: bool,
-    delete_adopted: bool,
-    wait_timeout: float,
     dry_run: str,
     yes: bool,
     lock_timeout: float,
@@ -91,15 +68,7 @@ def delete(
             hint="use --dry-run (=server): it reads, and deletes nothing",
         )
     kfdef = resolve_kfdef(app_dir, kfdef_file)
-    preview = functools.partial(
-        preview_delete,
-        kfdef,
-        open_cluster=lambda: open_cluster(kubeconfig=opts.kubeconfig, context=opts.context),
-        delete_storage=delete_storage,
-        force=force,
-        force_namespaces=force_namespaces,
-        delete_adopted=delete_adopted,
-    )
+    preview = functools.partial(preview_delete, kfdef, open_cluster=cluster_of(opts), options=removal, force=force)
     if dry_run == "server":
         p = preview()
         emit(opts, p.as_dict(), format_preview(kfdef, p))
@@ -115,13 +84,10 @@ def delete(
     with EventRenderer(opts, mode="delete") as renderer:
         s = delete_kfdef(
             kfdef,
-            open_cluster=lambda: open_cluster(kubeconfig=opts.kubeconfig, context=opts.context),
+            open_cluster=cluster_of(opts),
             reporter=renderer,
-            delete_storage=delete_storage,
+            options=removal,
             force=force,
-            wait_timeout=wait_timeout,
-            force_namespaces=force_namespaces,
-            delete_adopted=delete_adopted,
             lock_timeout=lock_timeout,
         )
     if machine_readable(opts):

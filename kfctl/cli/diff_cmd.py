@@ -8,12 +8,11 @@ from pathlib import Path
 
 import click
 
-from kfctl.app.cluster import open_cluster
 from kfctl.app.diff import DiffReport, diff_kfdef
 from kfctl.catalog.load import load_catalog
 from kfctl.cli.options import detailed_exitcode_option, get_options, global_options
 from kfctl.cli.output import columns, emit, shared_note
-from kfctl.cli.target import kfdef_target, resolve_kfdef
+from kfctl.cli.target import cluster_of, kfdef_target, resolve_kfdef
 from kfctl.errors import Changed
 
 
@@ -41,7 +40,7 @@ def diff(app_dir: Path | None, kfdef_file: Path | None, skip_generate: bool, det
     report = diff_kfdef(
         kfdef,
         load_catalog(),
-        open_cluster=lambda: open_cluster(kubeconfig=opts.kubeconfig, context=opts.context),
+        open_cluster=cluster_of(opts),
         render=not skip_generate,
     )
     emit(opts, report.as_dict(), format_diff(report))

@@ -7,14 +7,13 @@ from pathlib import Path
 
 import click
 
-from kfctl.app.cluster import open_cluster
 from kfctl.app.secrets import apply_secrets
 from kfctl.catalog.load import load_catalog
 from kfctl.cli.group import CommandGroup
 from kfctl.cli.options import detailed_exitcode_option, get_options, global_options
 from kfctl.cli.output import columns, emit, machine_readable
 from kfctl.cli.progress import EventRenderer, lock_timeout_option
-from kfctl.cli.target import kfdef_target, resolve_kfdef
+from kfctl.cli.target import cluster_of, kfdef_target, resolve_kfdef
 from kfctl.engine.events import EventLog
 from kfctl.errors import Changed
 
@@ -62,7 +61,7 @@ def apply_cmd(app_dir: Path | None, kfdef_file: Path | None, lock_timeout: float
         summary = apply_secrets(
             kfdef,
             load_catalog(),
-            open_cluster=lambda: open_cluster(kubeconfig=opts.kubeconfig, context=opts.context),
+            open_cluster=cluster_of(opts),
             reporter=reporter,
             lock_timeout=lock_timeout,
         )

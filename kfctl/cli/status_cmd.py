@@ -6,12 +6,11 @@ from pathlib import Path
 
 import click
 
-from kfctl.app.cluster import open_cluster
 from kfctl.app.status import status_of
 from kfctl.catalog.load import load_catalog
 from kfctl.cli.options import get_options, global_options
 from kfctl.cli.output import emit, shared_note
-from kfctl.cli.target import kfdef_target, resolve_kfdef
+from kfctl.cli.target import cluster_of, kfdef_target, resolve_kfdef
 from kfctl.errors import HealthError
 
 
@@ -30,9 +29,7 @@ def status(app_dir: Path | None, kfdef_file: Path | None, show_all: bool) -> Non
     """
     opts = get_options()
     kfdef = resolve_kfdef(app_dir, kfdef_file)
-    report = status_of(
-        kfdef, load_catalog(), open_cluster=lambda: open_cluster(kubeconfig=opts.kubeconfig, context=opts.context)
-    )
+    report = status_of(kfdef, load_catalog(), open_cluster=cluster_of(opts))
     if not report.applied:
         emit(opts, report.as_dict(), f"{kfdef.name} is not applied to this cluster (no inventory found)")
         return

@@ -1,4 +1,5 @@
-"""Which KfDef a command works on: ``APPDIR`` (default ``.``) or ``-f FILE``, as kfctl v0.5 and v1 did."""
+"""Which KfDef a command works on: ``APPDIR`` (default ``.``) or ``-f FILE``, as kfctl v0.5 and v1 did; and which
+cluster (:func:`cluster_of`)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,15 @@ from typing import Any, TypeVar
 
 import click
 
+from kfctl.app.cluster import open_cluster
 from kfctl.app.init import KFDEF_FILE
 from kfctl.catalog.load import load_catalog
+from kfctl.cli.context import GlobalOptions
 from kfctl.cli.options import get_options
 from kfctl.config.loader import load_kfdef, load_kfdef_stream
 from kfctl.config.model import KfDef
 from kfctl.errors import UsageError
+from kfctl.k8s.api import Cluster
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -99,3 +103,9 @@ def _is_file(path: Path) -> bool:
         return path.is_file()
     except OSError:  # a name too long, say: click's own check reports it
         return False
+
+
+def cluster_of(opts: GlobalOptions) -> Callable[[], Cluster]:
+    """Opens the cluster --kubeconfig and --context name (kubectl's defaults otherwise), once the use case needs it:
+    every command's one way there."""
+    return lambda: open_cluster(kubeconfig=opts.kubeconfig, context=opts.context)
