@@ -3,8 +3,8 @@
 Nothing is written before every bundle object that already exists has been read: an object another tool
 manages (a Helm release, Argo CD, another kfctl install …) stops the run unless it is adopted, so kfctl
 never silently takes over — and later deletes — what it did not install. Under the install's lock the run is
-:data:`PHASES`, an ordered list of steps over one context (:class:`_Run`), as cli-utils' task runner has it:
-read → inventory add → apply and wait → prune → inventory set. That order is the crash-safety argument: old +
+its phases (:func:`_phases`), as cli-utils' task runner has it: read → inventory add → apply and wait → prune →
+inventory set, each handing its own result to the ones after it. That order is the crash-safety argument: old +
 new is stored before anything is applied, and the inventory shrinks only after the prune that removed the rest
 succeeded. A re-apply of an untouched platform makes no write request
 at all: objects whose live state holds every field kfctl renders are skipped, and the inventory is written
@@ -139,7 +139,6 @@ def apply_kfdef(
     with install_locked(cluster, kfdef, command="apply", wait=lock_timeout, reporter=reporter) as lock:
         run = _Run(
             kfdef,
-            bundle,
             plan,
             cluster,
             cluster_id,
@@ -152,21 +151,19 @@ def apply_kfdef(
             start=start,
             first_scan=first_scan,
         )
-        for phase in PHASES:
-            phase(run)
-        return run.summary
+        return _phases(run, bundle)
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Run:
-    """One apply under the install's lock: what the phases share. Each phase reads what the ones before it set.
+    """One apply under the install's lock: what every phase reads, set before the first. Each phase returns
+    what it found or did as its own type, which the phases after it take.
 
     ``first_scan``: what a first install read before taking the lock. It still holds when no inventory exists
     under the lock: every run records its inventory before it applies anything, so no run of this install
     applied anything since; reading it all again would only cost the requests (about 50 on the full catalog)."""
 
     kfdef: KfDef
-    bundle: Bundle
     plan: Plan
     cluster: Cluster
     cluster_id: str
@@ -178,101 +175,135 @@ class _Run:
     adopt: bool
     start: float
     first_scan: ownership.Scan | None = None
-    summary: ApplySummary = field(default_factory=ApplySummary)
-    old: inventory.Inventory | None = None  # the inventory as the run found it
-    found: ownership.Scan = field(default_factory=ownership.Scan)  # what exists of the bundle
-    adopting: dict[ObjectKey, str] = field(default_factory=dict)  # foreign objects taken over, with their owner
-    merged: inventory.Inventory = field(init=False)  # old and new: what the cluster records while applying
-    result: ApplyResult = field(default_factory=ApplyResult)
-    since_start: float = 0.0  # when the engine started, from the command's start
-    final: inventory.Inventory = field(init=False)  # what the inventory records at the end
-    removed: RemoveResult | None = None
-
-    def __post_init__(self) -> None:
-        self.summary.objects = len(self.plan.objects())
-        self.merged = inventory.Inventory(self.bundle.inventory_name, self.kfdef.namespace, self.cluster_id)
-        self.final = inventory.Inventory(self.bundle.inventory_name, self.kfdef.namespace, self.cluster_id)
 
     @property
     def where(self) -> str:
-        return f"{self.kfdef.namespace}/{self.bundle.inventory_name}"
+        return f"{self.kfdef.namespace}/{inventory.parent_name(self.kfdef.name)}"
 
     def check_lock(self, before: str) -> None:
         if self.lock is not None:
             self.lock.check(before)
 
 
-def _read(run: _Run) -> None:
+@dataclass(frozen=True)
+class _Found:
+    """What :func:`_read` found."""
+
+    bundle: Bundle  # with the generated Secrets' values
+    old: inventory.Inventory | None  # the inventory as the run found it
+    found: ownership.Scan  # what exists of the bundle
+    adopting: dict[ObjectKey, str]  # foreign objects taken over, with their owner
+
+
+@dataclass(frozen=True)
+class _Recorded:
+    """What :func:`_record_old_and_new` wrote."""
+
+    merged: inventory.Inventory  # old and new: what the cluster records while applying
+    writes: int  # inventory writes (0 or 1)
+
+
+@dataclass(frozen=True)
+class _Applied:
+    """What :func:`_apply_and_wait` did."""
+
+    result: ApplyResult
+    since_start: float  # when the engine started, from the command's start
+    final: inventory.Inventory  # what the inventory is to record: every wanted object, with the UID it got
+
+
+@dataclass(frozen=True)
+class _Pruned:
+    """What :func:`_prune` removed, and what the inventory records at the end."""
+
+    final: inventory.Inventory
+    removed: RemoveResult | None  # None: no prune (a failed apply, or --no-prune)
+
+
+def _phases(run: _Run, bundle: Bundle) -> ApplySummary:
+    """The run under the install's lock, in order: read → inventory add → apply and wait → prune → inventory set.
+    The order is the crash-safety argument: the inventory records old and new before anything is applied, and
+    shrinks only after the prune that removed the rest succeeded, so a run stopped anywhere (a crash, Ctrl-C, a
+    lost lock) leaves an inventory that covers everything it applied."""
+    found = _read(run, bundle)
+    recorded = _record_old_and_new(run, found)
+    applied = _apply_and_wait(run, found, recorded)
+    pruned = _prune(run, found, recorded, applied)
+    writes = _record_final(run, found, recorded, pruned)
+    return _summarize(run, recorded, applied, pruned, inventory_writes=recorded.writes + writes)
+
+
+def _read(run: _Run, bundle: Bundle) -> _Found:
     """The inventory, what exists of the bundle and who owns it (stop unless adopted), the generated Secrets."""
     cluster, kfdef, persist = run.cluster, run.kfdef, run.persist
     with talking_to(cluster, f"reading the inventory {run.where} and what exists of the bundle"):
-        run.old = persist(lambda: inventory.read(cluster, name=run.bundle.inventory_name, namespace=kfdef.namespace))
-        if run.old is None and run.first_scan is not None:
-            run.found = run.first_scan
+        old = persist(lambda: inventory.read(cluster, name=bundle.inventory_name, namespace=kfdef.namespace))
+        if old is None and run.first_scan is not None:
+            found = run.first_scan
         else:
-            run.found = persist(lambda: _scan(cluster, run.bundle, run.old))
-    run.adopting = _adoption(run.found, kfdef, adopt_all=run.adopt)
-    _refuse_pruning_externals(run.old, kfdef)
+            found = persist(lambda: _scan(cluster, bundle, old))
+    adopting = _adoption(found, kfdef, adopt_all=run.adopt)
+    _refuse_pruning_externals(old, kfdef)
     with talking_to(cluster, "reading the generated Secrets"):
         # Under the lock: two runs must not draw two passwords. In memory only, never in a file.
-        bundle, live = run.bundle, run.found.live
-        run.bundle = persist(lambda: with_secret_values(cluster, bundle, run.reporter, known=live))
+        with_values = persist(lambda: with_secret_values(cluster, bundle, run.reporter, known=found.live))
+    return _Found(with_values, old, found, adopting)
 
 
-def _record_old_and_new(run: _Run) -> None:
+def _record_old_and_new(run: _Run, found: _Found) -> _Recorded:
     """Inventory add: old and new are recorded before anything is applied, so a crash never loses track."""
-    cluster, bundle = run.cluster, run.bundle
+    cluster, bundle, writes = run.cluster, found.bundle, 0
     with talking_to(cluster, f"recording the inventory {run.where} before applying"):
         run.persist(lambda: _ensure_inventory_namespace(cluster, bundle))
-        current = run.old or inventory.Inventory(bundle.inventory_name, run.kfdef.namespace, run.cluster_id)
+        current = found.old or inventory.Inventory(bundle.inventory_name, run.kfdef.namespace, run.cluster_id)
         current.cluster_id = current.cluster_id or run.cluster_id
-        run.merged = current.merged(bundle.members(), adopted=run.adopting, also_in=bundle.also_in())
-        merged, old = run.merged, run.old
-        if run.persist(lambda: inventory.write(cluster, merged, previous=old)):
-            run.summary.inventory_writes += 1
+        merged = current.merged(bundle.members(), adopted=found.adopting, also_in=bundle.also_in())
+        if run.persist(lambda: inventory.write(cluster, merged, previous=found.old)):
+            writes += 1
             note(
                 run.reporter,
                 f"{run.where}: {counted(len(merged.members), 'object')} recorded (old and new) before applying",
             )
     ClusterRecord(run.cluster_id, cluster.info.server, cluster.info.context).save(run.kfdef.app_dir)
+    return _Recorded(merged, writes)
 
 
-def _apply_and_wait(run: _Run) -> None:
+def _apply_and_wait(run: _Run, found: _Found, recorded: _Recorded) -> _Applied:
     """Apply in dependency order and wait until healthy (:mod:`kfctl.engine.apply`); the inventory to come holds
     every wanted object with the UID it got."""
-    found = run.found
-    known = {**found.live, **{f.key: f.live for f in found.foreign}}
+    scan = found.found
+    known = {**scan.live, **{f.key: f.live for f in scan.foreign}}
     announce(run.reporter, run.plan)
     engine = Engine(
-        run.cluster, run.reporter, options=run.options, prepare=run.bundle.prepare, known=known, adopting=run.adopting
+        run.cluster,
+        run.reporter,
+        options=run.options,
+        prepare=found.bundle.prepare,
+        known=known,
+        adopting=found.adopting,
     )
-    run.since_start = time.monotonic() - run.start  # the engine counts from its own start; the table from the command's
-    result = run.result = engine.run(run.plan)
-    summary = run.summary
-    summary.created, summary.configured, summary.corrected = (
-        len(result.created),
-        len(result.configured),
-        len(result.corrected),
-    )
-    summary.adopted, summary.unchanged = len(result.adopted), len(result.unchanged)
-    summary.recreated = len(result.recreated)
-    merged, shared = run.merged, run.bundle.also_in()
-    run.final = inventory.Inventory(merged.name, merged.namespace, merged.cluster_id)
-    for key, app in run.bundle.members():
+    since_start = time.monotonic() - run.start  # the engine counts from its own start; the table from the command's
+    result = engine.run(run.plan)
+    merged, shared = recorded.merged, found.bundle.also_in()
+    final = inventory.Inventory(merged.name, merged.namespace, merged.cluster_id)
+    for key, app in found.bundle.members():
         was = merged.members.get(key)
         uid = result.uids.get(key) or (was.uid if was else "")
-        run.final.members[key] = inventory.Member(key, app, uid, was.adopted if was else "", shared.get(key, ()))
+        final.members[key] = inventory.Member(key, app, uid, was.adopted if was else "", shared.get(key, ()))
+    return _Applied(result, since_start, final)
 
 
-def _prune(run: _Run) -> None:
+def _prune(run: _Run, found: _Found, recorded: _Recorded, applied: _Applied) -> _Pruned:
     """After a successful apply, remove what the KfDef no longer renders; what stays (kept, stuck, failed, or
     not pruned at all) stays recorded, so a later run can remove it."""
-    merged, final = run.merged, run.final
-    if not (run.result.ok and run.prune is not None):
+    merged = recorded.merged
+    final = inventory.Inventory(applied.final.name, applied.final.namespace, applied.final.cluster_id)
+    final.members.update(applied.final.members)
+    if not (applied.result.ok and run.prune is not None):
         for key, m in merged.members.items():
             final.members.setdefault(key, m)
-        return
-    wanted = dict(run.bundle.members())
+        return _Pruned(final, None)
+    wanted = dict(found.bundle.members())
     gone = [m for k, m in merged.members.items() if k not in wanted]
     # A namespace dropped from the bundle while objects still wanted live in it must stay: deleting it
     # would delete them.
@@ -284,7 +315,7 @@ def _prune(run: _Run) -> None:
         removed = remove(
             run.cluster,
             gone,
-            applyset_id=run.bundle.applyset_id,
+            applyset_id=found.bundle.applyset_id,
             reporter=run.reporter,
             options=run.prune,
             verb="Pruned",
@@ -293,55 +324,54 @@ def _prune(run: _Run) -> None:
         why = "still holds objects this KfDef applies; kept"
         removed.kept.append((m.key, why))
         run.reporter(Event("Kept", str(m.key), why, app=m.application))
-    run.summary.pruned = len(removed.removed)
-    run.summary.kept = [f"{k}: {why}" for k, why in removed.kept]
     for key, _ in removed.kept + removed.stuck + removed.failed:
         final.members[key] = merged.members[key]
-    run.removed = removed
+    return _Pruned(final, removed)
 
 
-def _record_final(run: _Run) -> None:
-    """Inventory set: it shrinks only now, after the prune that removed the rest succeeded."""
+def _record_final(run: _Run, found: _Found, recorded: _Recorded, pruned: _Pruned) -> int:
+    """Inventory set: it shrinks only now, after the prune that removed the rest succeeded. The writes (0 or 1)."""
     run.persist.deadline = time.monotonic() + run.options.wait_timeout
-    previous = _after(run.merged, run.old)
-    final = run.final
+    previous = _after(recorded.merged, found.old)
+    final = pruned.final
     run.check_lock("recording the inventory")
     with talking_to(run.cluster, f"recording the inventory {run.where} after applying"):
         if run.persist(lambda: inventory.write(run.cluster, final, previous=previous)):
-            run.summary.inventory_writes += 1
             note(run.reporter, f"{run.where}: {counted(len(final.members), 'object')} recorded")
+            return 1
+    return 0
 
 
-def _summarize(run: _Run) -> None:
-    summary, plan, result, merged = run.summary, run.plan, run.result, run.merged
-    removed = run.removed.removed if run.removed else []
-    gone = [merged.members[k] for k in removed if k in merged.members]
+def _summarize(
+    run: _Run, recorded: _Recorded, applied: _Applied, pruned: _Pruned, *, inventory_writes: int
+) -> ApplySummary:
+    plan, result, merged, removed = run.plan, applied.result, recorded.merged, pruned.removed
+    gone = [merged.members[k] for k in (removed.removed if removed else []) if k in merged.members]
     # A pruned object several applications rendered (the inventory's alsoIn) counts under each, as an applied one.
-    pruned = Counter(app for m in gone for app in (m.application, *m.also_in))
-    summary.applications = application_rows(plan, result, pruned, offset=run.since_start)
-    summary.shared = sum(1 for step in plan.objects() if step.id in plan.copies) + sum(1 for m in gone if m.also_in)
-    summary.critical_path = critical_path(plan, result.ready_at)
-    summary.scheduling = summarize(
-        scheduling_latencies(plan, result.ready_at, result.applied_at),
-        plan=plan,
-        queued=queue_waits(plan, result.ready_at, result.applied_at, result.started_at),
+    pruned_by_app = Counter(app for m in gone for app in (m.application, *m.also_in))
+    return ApplySummary(
+        objects=len(plan.objects()),
+        created=len(result.created),
+        configured=len(result.configured),
+        corrected=len(result.corrected),
+        adopted=len(result.adopted),
+        recreated=len(result.recreated),
+        unchanged=len(result.unchanged),
+        pruned=len(removed.removed) if removed else 0,
+        kept=[f"{k}: {why}" for k, why in removed.kept] if removed else [],
+        inventory_writes=inventory_writes,
+        applications=application_rows(plan, result, pruned_by_app, offset=applied.since_start),
+        shared=sum(1 for step in plan.objects() if step.id in plan.copies) + sum(1 for m in gone if m.also_in),
+        critical_path=critical_path(plan, result.ready_at),
+        scheduling=summarize(
+            scheduling_latencies(plan, result.ready_at, result.applied_at),
+            plan=plan,
+            queued=queue_waits(plan, result.ready_at, result.applied_at, result.started_at),
+        ),
+        error=_error(result, removed),
+        seconds=time.monotonic() - run.start,
+        requests=run.cluster.stats.as_dict(),
     )
-    summary.error = _error(result, run.removed)
-    summary.seconds = time.monotonic() - run.start
-    summary.requests = run.cluster.stats.as_dict()
-
-
-# The run under the install's lock, in order. The order is the crash-safety argument: the inventory records old
-# and new before anything is applied, and shrinks only after the prune that removed the rest succeeded, so a
-# run stopped anywhere (a crash, Ctrl-C, a lost lock) leaves an inventory that covers everything it applied.
-PHASES: tuple[Callable[[_Run], None], ...] = (
-    _read,
-    _record_old_and_new,
-    _apply_and_wait,
-    _prune,
-    _record_final,
-    _summarize,
-)
 
 
 def announce(reporter: Reporter, plan: Plan) -> None:
