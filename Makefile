@@ -17,7 +17,7 @@ TOOLS  := $(shell e2e/build-binaries --print-bin-dir 2>/dev/null)
 export PATH := $(TOOLS):$(CURDIR)/$(BIN):$(PATH)
 export GOTOOLCHAIN := local
 
-.PHONY: setup tools browser bytecode wheelhouse docs demo demo-down test lint unit clean
+.PHONY: setup tools browser redis bytecode wheelhouse docs demo demo-down test lint unit clean
 
 $(BIN)/.installed: pyproject.toml setup.py testbed/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,9 +25,18 @@ $(BIN)/.installed: pyproject.toml setup.py testbed/pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]' -e ./testbed
 	touch $@
 
+# Argo CD's application controller caches in Redis: e2e/test_gitops_argocd.py starts Debian's redis-server on
+# 127.0.0.1 (testbed/kfctl_testbed/argocd.py). Installed only when the machine lacks it.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# Not fatal: without it only e2e/test_gitops_argocd.py fails, naming this target.
+redis:
+	command -v redis-server >/dev/null || $(SUDO) apt-get install -y redis-server \
+		|| { $(SUDO) apt-get update && $(SUDO) apt-get install -y redis-server; } \
+		|| echo "warning: could not install redis-server (Debian's); e2e/test_gitops_argocd.py needs it" >&2
+
 # --webapps: the Kubeflow web UIs (dashboard, Jupyter/volumes/TensorBoards web apps) with npm and pip; see e2e/README.md.
-tools:
-	e2e/build-binaries --operators --flux --webapps
+tools: redis
+	e2e/build-binaries --operators --flux --argocd --webapps
 
 # An editable install compiles nothing, and with PYTHONDONTWRITEBYTECODE set (CI images often set it) Python never
 # writes bytecode either: every kfctl command would compile its 157 modules again, 0.2-0.4 s of each start-up.

@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from kfctl import yamlio
+from kfctl.app import argocd_settings
 from kfctl.app.export import ExportOptions, application_dependencies, export, sync_waves, write_files
 from kfctl.catalog.model import Catalog
 from kfctl.cli.main import main
@@ -133,8 +134,12 @@ def test_argocd_output_is_exact(tmp_path: Path, catalog: Catalog) -> None:
                     },
                     "destination": {"server": "https://kubernetes.default.svc", "namespace": "kubeflow"},
                     "syncPolicy": {
-                        "automated": {"prune": False, "selfHeal": False},
-                        "syncOptions": ["ServerSideApply=true"],
+                        "automated": {},
+                        "syncOptions": [
+                            "ServerSideApply=true",
+                            "SkipDryRunOnMissingResource=true",
+                            "RespectIgnoreDifferences=true",
+                        ],
                         "retry": {"limit": 5, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "3m"}},
                     },
                 },
@@ -232,7 +237,7 @@ def test_argocd_with_prune_keeps_what_kfctl_keeps_and_deletes_the_rest_with_the_
     kfdef = kfdef_from(tmp_path, SMALL, catalog)
     app = export(kfdef, catalog, ExportOptions(format="argocd", repo_url="u", prune=True)).objects[0]
     assert app["metadata"]["finalizers"] == ["resources-finalizer.argocd.argoproj.io"]
-    assert app["spec"]["syncPolicy"]["automated"] == {"prune": True, "selfHeal": False}
+    assert app["spec"]["syncPolicy"]["automated"] == {"prune": True}
     sync_options = "argocd.argoproj.io/sync-options: Prune=false,Delete=false"
     assert app["spec"]["source"]["kustomize"] == {
         "patches": [
@@ -333,8 +338,14 @@ def test_write_files_lists_them_and_removes_only_its_own_stale_files(tmp_path: P
     (out / "other.yaml").write_text("kind: ConfigMap\n")
     opts = ExportOptions(format="argocd", repo_url="u")
     files, removed = write_files(kfdef, export(kfdef, catalog, opts), out)
-    assert files == ["application-demo-common.yaml", "application-demo-training-operator.yaml", "kustomization.yaml"]
+    assert files == [
+        "application-demo-common.yaml",
+        "application-demo-training-operator.yaml",
+        "argocd-cm.yaml",
+        "kustomization.yaml",
+    ]
     assert removed == []
+    # argocd-cm.yaml is Argo CD's configuration, not one of the export's resources.
     assert yaml.safe_load((out / "kustomization.yaml").read_text())["resources"] == files[:2]
     smaller = kfdef_from(tmp_path, SMALL.replace("    - name: training-operator\n", ""), catalog)
     files, removed = write_files(smaller, export(smaller, catalog, opts), out)
@@ -342,6 +353,7 @@ def test_write_files_lists_them_and_removes_only_its_own_stale_files(tmp_path: P
     assert sorted(p.name for p in out.iterdir()) == [
         "README.md",
         "application-demo-common.yaml",
+        "argocd-cm.yaml",
         "kustomization.yaml",
         "other.yaml",
     ]
@@ -366,3 +378,104 @@ def test_cli_prints_the_same_bytes_every_time(
     assert first.err.startswith(f"Warning: {tmp_path}/kustomize/ has no directory for: cert-manager, common,")
     assert main([*args[:5], "--format", "argocd", "--repo-url", "u", "--path", "../x"]) == 2
     assert "--path '../x' must be relative" in capsys.readouterr().err
+
+
+WEBHOOK_CA = [".webhooks[]?.clientConfig.caBundle"]
+
+
+@pytest.mark.parametrize(
+    ("kinds", "ignored"),
+    [
+        pytest.param([("apps/v1", "Deployment"), ("v1", "Service")], [], id="nothing-others-fill-in"),
+        pytest.param(
+            [("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"), ("apps/v1", "Deployment")],
+            [
+                {
+                    "group": "admissionregistration.k8s.io",
+                    "kind": "ValidatingWebhookConfiguration",
+                    "jqPathExpressions": WEBHOOK_CA,
+                }
+            ],
+            id="a-validating-webhook",
+        ),
+        pytest.param(
+            [
+                ("apiregistration.k8s.io/v1", "APIService"),
+                ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+                ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"),
+                ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"),
+            ],
+            [
+                {
+                    "group": "admissionregistration.k8s.io",
+                    "kind": "MutatingWebhookConfiguration",
+                    "jqPathExpressions": WEBHOOK_CA,
+                },
+                {
+                    "group": "apiextensions.k8s.io",
+                    "kind": "CustomResourceDefinition",
+                    "jqPathExpressions": [".spec.conversion.webhook.clientConfig.caBundle"],
+                },
+                {"group": "apiregistration.k8s.io", "kind": "APIService", "jqPathExpressions": [".spec.caBundle"]},
+            ],
+            id="each-kind-once-sorted-by-group",
+        ),
+    ],
+)
+def test_argocd_ignores_the_ca_bundles_others_fill_in(
+    kinds: list[tuple[str, str]], ignored: list[dict[str, object]]
+) -> None:
+    objects = [{"apiVersion": a, "kind": k, "metadata": {"name": f"o{i}"}} for i, (a, k) in enumerate(kinds)]
+    assert argocd_settings.ignore_differences(objects) == ignored
+
+
+def test_argocd_exports_ignore_differences_of_the_kinds_each_part_applies(tmp_path: Path, catalog: Catalog) -> None:
+    kfdef = kfdef_from(tmp_path, SMALL, catalog)
+    (tmp_path / "kustomize" / "common").mkdir(parents=True)
+    (tmp_path / "kustomize" / "training-operator").mkdir(parents=True)
+    (tmp_path / "rendered").mkdir()
+    webhook = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "validator"},
+        "webhooks": [],
+    }
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kubeflow"}}
+    (tmp_path / "rendered" / "common.yaml").write_text(yaml.safe_dump(namespace))
+    (tmp_path / "rendered" / "training-operator.yaml").write_text(yaml.safe_dump(webhook))
+    result = export(kfdef, catalog, ExportOptions(format="argocd", repo_url="u"))
+    spec = {o["metadata"]["name"]: o["spec"] for o in result.objects}
+    assert "ignoreDifferences" not in spec["demo-common"]
+    assert spec["demo-training-operator"]["ignoreDifferences"] == [
+        {
+            "group": "admissionregistration.k8s.io",
+            "kind": "ValidatingWebhookConfiguration",
+            "jqPathExpressions": WEBHOOK_CA,
+        }
+    ]
+
+
+def test_argocd_cm_snippet_holds_the_health_checks_in_argo_cds_key_format(tmp_path: Path, catalog: Catalog) -> None:
+    kfdef = kfdef_from(tmp_path, SMALL, catalog)
+    [(name, text)] = export(kfdef, catalog, ExportOptions(format="argocd", repo_url="u", namespace="gitops")).files
+    assert name == "argocd-cm.yaml"
+    cm = yaml.safe_load(text)
+    assert cm["metadata"] == {
+        "name": "argocd-cm",
+        "namespace": "gitops",
+        "labels": {"app.kubernetes.io/name": "argocd-cm", "app.kubernetes.io/part-of": "argocd"},
+    }
+    assert list(cm["data"]) == [
+        "resource.customizations.health.argoproj.io_Application",
+        "resource.customizations.health.kubeflow.org_Experiment",
+        "resource.customizations.health.kubeflow.org_JAXJob",
+        "resource.customizations.health.kubeflow.org_MPIJob",
+        "resource.customizations.health.kubeflow.org_Notebook",
+        "resource.customizations.health.kubeflow.org_PaddleJob",
+        "resource.customizations.health.kubeflow.org_Profile",
+        "resource.customizations.health.kubeflow.org_PyTorchJob",
+        "resource.customizations.health.kubeflow.org_TFJob",
+        "resource.customizations.health.kubeflow.org_XGBoostJob",
+        "resource.customizations.health.trainer.kubeflow.org_TrainJob",
+    ]
+    assert export(kfdef, catalog, ExportOptions(format="flux", repo_url="u")).files == ()

@@ -2,7 +2,10 @@
 
 Argo CD: one ``Application`` (argoproj.io/v1alpha1) per application, ordered by the
 ``argocd.argoproj.io/sync-wave`` annotation (the application's depth in the dependency graph, when they
-are synced by an app-of-apps), server-side apply, automated sync with prune off unless asked. Flux: one
+are synced by an app-of-apps), server-side apply, automated sync with prune off unless asked, no dry run of
+custom resources whose CRD the same sync creates, and the fields others fill in (webhook ``caBundle``s)
+ignored; beside them an ``argocd-cm`` snippet with the health checks the waves need
+(kfctl.app.argocd_settings). Flux: one
 ``GitRepository`` (source.toolkit.fluxcd.io/v1) and one ``Kustomization`` (kustomize.toolkit.fluxcd.io/v1)
 per application, ordered by ``dependsOn`` and gated by ``wait: true``, prune off unless asked. An application
 whose own webhooks admit some of its objects is exported in two parts, ``<app>`` and ``<app>-admitted`` after
@@ -34,7 +37,7 @@ from typing import Any
 import yaml
 
 from kfctl import ordering
-from kfctl.app import gitops_parts
+from kfctl.app import argocd_settings, gitops_parts
 from kfctl.app.bundle import load_bundle
 from kfctl.app.gitops_parts import Part
 from kfctl.catalog.model import Catalog
@@ -60,6 +63,9 @@ KEPT_KINDS = (
 FLUX_KEEP = ("kustomize.toolkit.fluxcd.io/prune", "disabled")
 ARGOCD_KEEP = ("argocd.argoproj.io/sync-options", "Prune=false,Delete=false")
 ARGOCD_RESOURCES_FINALIZER = "resources-finalizer.argocd.argoproj.io"  # deleting the Application deletes its objects
+# Server-side apply (kfctl applies so: large CRDs fit no last-applied annotation); custom resources whose CRD the
+# same sync creates are not dry-run first (their kind is unknown until then); ignoreDifferences hold for the sync.
+ARGOCD_SYNC_OPTIONS = ("ServerSideApply=true", "SkipDryRunOnMissingResource=true", "RespectIgnoreDifferences=true")
 _DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$")
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 
@@ -156,8 +162,11 @@ def export(kfdef: KfDef, catalog: Catalog, options: ExportOptions) -> ExportResu
     parts = gitops_parts.split(deps, objects_by_app, admitted)
     waves = sync_waves({name: part.depends_on for name, part in parts.items()})
     namespace = options.namespace or DEFAULT_NAMESPACE[options.format]
+    files: tuple[tuple[str, str], ...] = ()
     if options.format == "argocd":
         objects = [_argocd_application(kfdef, part, waves[part.name], options, namespace) for part in parts.values()]
+        # Argo CD's own settings, not among the export's resources: argocd-cm.yaml (kfctl.app.argocd_settings).
+        files = (("argocd-cm.yaml", dump_documents([argocd_settings.argocd_cm(namespace)])),)
     else:
         objects = [_flux_source(kfdef, options, namespace)]
         objects += [_flux_kustomization(kfdef, part, options, namespace) for part in parts.values()]
@@ -166,6 +175,7 @@ def export(kfdef: KfDef, catalog: Catalog, options: ExportOptions) -> ExportResu
         waves=waves,
         missing=missing,
         admitted={app: tuple(str(k) for k in sorted(keys)) for app, keys in admitted.items()},
+        files=files,
     )
 
 
@@ -241,21 +251,28 @@ def _argocd_application(kfdef: KfDef, part: Part, wave: int, options: ExportOpti
         source["kustomize"] = {"patches": patches}
     if options.prune:
         metadata["finalizers"] = [ARGOCD_RESOURCES_FINALIZER]
-    return {
-        "apiVersion": "argoproj.io/v1alpha1",
-        "kind": "Application",
-        "metadata": metadata,
-        "spec": {
-            "project": "default",
-            "source": source,
-            "destination": {"server": IN_CLUSTER, "namespace": kfdef.namespace},
-            "syncPolicy": {
-                "automated": {"prune": options.prune, "selfHeal": False},
-                "syncOptions": ["ServerSideApply=true"],
-                "retry": {"limit": 5, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "3m"}},
-            },
+    spec: dict[str, Any] = {
+        "project": "default",
+        "source": source,
+        "destination": {"server": IN_CLUSTER, "namespace": kfdef.namespace},
+        "syncPolicy": {
+            "automated": _automated(options.prune),
+            "syncOptions": list(ARGOCD_SYNC_OPTIONS),
+            "retry": {"limit": 5, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "3m"}},
         },
     }
+    ignored = argocd_settings.ignore_differences(part.keep)
+    if ignored:
+        spec["ignoreDifferences"] = ignored
+    return {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": metadata, "spec": spec}
+
+
+def _automated(prune: bool) -> dict[str, Any]:
+    """Only the fields that are not Argo CD's defaults: its controller writes an Application back through its Go
+    types, whose omitempty drops `prune: false` and `selfHeal: false`, and a parent app-of-apps then shows every
+    child OutOfSync for ever (seen on Argo CD v3.2.11: `automated: {prune: true}` live, with `selfHeal: false` in
+    git)."""
+    return {"prune": True} if prune else {}
 
 
 def _flux_source(kfdef: KfDef, options: ExportOptions, ns: str) -> dict[str, Any]:
@@ -315,7 +332,8 @@ def file_name(obj: Mapping[str, Any]) -> str:
 
 
 def write_files(kfdef: KfDef, result: ExportResult, output_dir: Path) -> tuple[list[str], list[str]]:
-    """One file per object plus a kustomization.yaml listing them; stale files kfctl wrote are removed.
+    """One file per object plus a kustomization.yaml listing them, and the result's other files (not listed:
+    the engine's own configuration); stale files kfctl wrote are removed.
 
     Returns (written or unchanged file names, removed file names). Files kfctl did not write are never
     touched; a kustomization.yaml of someone else's is a UsageError.

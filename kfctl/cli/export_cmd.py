@@ -69,7 +69,9 @@ def export_cmd(
     <app>-admitted after it, so that its webhook's backend can always be applied first. Prune is
     off unless --prune; with it, CRDs, Namespaces, PVs and PVCs are kept as kfctl apply keeps them.
     Output is deterministic; with --output-dir, one file per object plus a kustomization.yaml,
-    and stale files of an earlier export are removed.
+    and stale files of an earlier export are removed. For Argo CD it also writes argocd-cm.yaml,
+    the health checks sync waves need (Application, Kubeflow's kinds): apply it with
+    `kubectl apply --server-side --field-manager=kfctl -f argocd-cm.yaml`.
 
     --format argocd-plugin is for a repository holding only kfdef.yaml and kfdef.lock: Argo CD's
     repo-server renders it with a kfctl sidecar (a Config Management Plugin running

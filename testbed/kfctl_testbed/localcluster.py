@@ -244,14 +244,19 @@ BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler
 
 
 def build_dir(flag: str, override_env: str) -> Path:
-    """The cache directory e2e/build-binaries `flag` (--print-bin-dir, --print-operators-dir, --print-flux-dir)
-    names; $`override_env` overrides it. Builds nothing."""
+    """The cache directory e2e/build-binaries `flag` (--print-bin-dir, --print-operators-dir, --print-flux-dir,
+    --print-argocd-dir) names; $`override_env` overrides it. Builds nothing."""
     override = os.environ.get(override_env)
     if override:
         return Path(override)
-    every_set = Selection(operators=True, flux=True)
+    every_set = Selection(operators=True, flux=True, argocd=True)
     cache = build_dirs(gobuild_versions.Versions.load(), every_set, root=cachekeys.cache_root())
-    by_flag = {"--print-bin-dir": cache.bin, "--print-operators-dir": cache.operators, "--print-flux-dir": cache.flux}
+    by_flag = {
+        "--print-bin-dir": cache.bin,
+        "--print-operators-dir": cache.operators,
+        "--print-flux-dir": cache.flux,
+        "--print-argocd-dir": cache.argocd,
+    }
     found = by_flag[flag]
     assert found is not None  # every set was selected
     return found

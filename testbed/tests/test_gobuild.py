@@ -37,6 +37,7 @@ def test_the_cache_keys_of_the_current_versions_env_are_the_ones_warm_caches_hav
         "_jobset-v0.11.0+v0.10.1_trainer-v2.2.0+v2.1.0"
     )
     assert cachekeys.flux_key(VERSIONS) == "flux_source-controller-v1.7.0_kustomize-controller-v1.7.2"
+    assert cachekeys.argocd_key(VERSIONS) == "argocd-v3.2.11_kustomize-v5.5.0"
 
 
 def test_the_cache_root_is_kfctl_e2e_cache_or_the_users_cache() -> None:
@@ -51,6 +52,7 @@ def test_the_cache_root_is_kfctl_e2e_cache_or_the_users_cache() -> None:
         pytest.param("--print-bin-dir", "k8s-v1.33.13_etcd-v3.5.21_kwok-v0.7.0", id="bin"),
         pytest.param("--print-operators-dir", cachekeys.operators_key(VERSIONS), id="operators"),
         pytest.param("--print-flux-dir", cachekeys.flux_key(VERSIONS), id="flux"),
+        pytest.param("--print-argocd-dir", cachekeys.argocd_key(VERSIONS), id="argocd"),
     ],
 )
 def test_print_flags_print_one_dir_and_build_nothing(flag: str, key: str, tmp_path: Path) -> None:
@@ -129,6 +131,16 @@ def test_operators_builds_every_release_the_runtime_can_run() -> None:
 def test_flux_builds_both_controllers_into_their_own_set() -> None:
     assert names(Selection(flux=True), "flux") == {"source-controller", "kustomize-controller"}
     assert names(Selection(), "flux") == set()
+
+
+def test_argocd_builds_its_one_binary_with_upstreams_version_flag() -> None:
+    [build] = builds(Selection(argocd=True), VERSIONS, group="argocd")
+    assert build.outputs == (("argocd", "github.com/argoproj/argo-cd/v3/cmd"),)
+    assert (build.wrapper, build.recipe.directives) == ("argocd", "upstream's")
+    # upstream's Makefile: -X <common>.version=$(cat VERSION), the release without its "v"
+    assert build.ldflags == "-s -w -X github.com/argoproj/argo-cd/v3/common.version=3.2.11"
+    assert names(Selection(), "argocd") == set()
+    assert Selection(argocd=True).groups()[-1] == "argocd"
 
 
 def test_an_other_release_is_built_from_its_own_wrapper_under_its_own_name() -> None:

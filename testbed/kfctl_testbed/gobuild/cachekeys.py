@@ -47,5 +47,11 @@ def flux_key(versions: Versions) -> str:
     return f"flux_source-controller-{source}_kustomize-controller-{kustomize}"
 
 
+def argocd_key(versions: Versions) -> str:
+    """Argo CD's binary and the kustomize its repo-server runs (built into the same dir)."""
+    argocd, kustomize = (versions.get(k) for k in ("ARGOCD_VERSION", "KUSTOMIZE_VERSION"))
+    return f"argocd-{argocd}_kustomize-{kustomize}"
+
+
 def bin_dir(root: Path, key: str) -> Path:
     return root / key / "bin"

@@ -32,6 +32,9 @@ With --operators (make setup passes it; testbed/kfctl_testbed/runtime.py runs th
   controller, webhook and autoscaler (knative-serving-<command>-<version>).
 With --flux (make setup passes it; e2e/test_gitops_flux.py runs them) also Flux's source-controller and
   kustomize-controller.
+With --argocd (make setup passes it; e2e/test_gitops_argocd.py runs it) also Argo CD's one binary, argocd (run as
+  argocd-application-controller, argocd-repo-server, argocd-cmp-server by its basename or $ARGOCD_BINARY_NAME),
+  and the kustomize its repo-server runs.
 With --webapps (make setup passes it) also kubeflow/kubeflow's web UIs from the source in ../shared/fixtures: the
   central dashboard (npm, webpack, node) and the Jupyter, volumes and TensorBoards web apps (their Angular frontends
   with npm, their Flask backends in a venv with pip), into ${KFCTL_E2E_CACHE:-~/.cache/kfctl-e2e}/webapps/, each keyed
@@ -46,31 +49,37 @@ Versions come from e2e/versions.env only. Binaries go to a cache outside the rep
   ${KFCTL_E2E_CACHE:-~/.cache/kfctl-e2e}/<versions>/bin            (control plane, helm, kustomize)
   ${KFCTL_E2E_CACHE:-~/.cache/kfctl-e2e}/operators_<versions>/bin  (operators, with --operators)
   ${KFCTL_E2E_CACHE:-~/.cache/kfctl-e2e}/flux_<versions>/bin       (Flux controllers, with --flux)
+  ${KFCTL_E2E_CACHE:-~/.cache/kfctl-e2e}/argocd-<versions>/bin     (Argo CD and kustomize, with --argocd)
 and are never committed. A binary already in the cache is reused as it is. The recipes are the table in
 testbed/kfctl_testbed/gobuild/recipes.py.
 
-Usage: e2e/build-binaries [--print-bin-dir] [--print-operators-dir] [--print-flux-dir] [--operators] [--flux]
-                          [--webapps] [--demo] [--tidy] [--force]
+Usage: e2e/build-binaries [--print-bin-dir] [--print-operators-dir] [--print-flux-dir] [--print-argocd-dir]
+                          [--operators] [--flux] [--argocd] [--webapps] [--demo] [--tidy] [--force]
   --print-bin-dir        print the cache's bin directory and exit (builds nothing)
   --print-operators-dir  print the operators' bin directory and exit (builds nothing)
   --print-flux-dir       print the Flux controllers' bin directory and exit (builds nothing)
+  --print-argocd-dir     print Argo CD's bin directory and exit (builds nothing)
   --operators            also build the Kubeflow operators (cold: about 11 min on 2 cores, + ~4 min for the others)
   --flux                 also build Flux's source-controller and kustomize-controller (cold: see e2e/README.md)
+  --argocd               also build Argo CD (cold: see e2e/README.md)
   --webapps              also build the web UIs (see above; cold: see e2e/README.md)
   --demo                 the control plane and the demo's three operators only (see above)
   --tidy                 regenerate the wrapper modules' go.sum (go mod tidy) before building
   --force                rebuild binaries already in the cache
 On success the last line on stdout is the bin directory (with --operators, the operators' bin
-directory is the line before it; with --flux, the Flux bin directory comes before those); progress goes to
-stderr. Exit codes: 1 a go command failed, 2 a bad argument or a version out of step, 3 no Go toolchain.
+directory is the line before it; with --flux, the Flux bin directory comes before those, and with --argocd,
+Argo CD's before all); progress goes to stderr. Exit codes: 1 a go command failed, 2 a bad argument or a
+version out of step, 3 no Go toolchain.
 """
 
 FLAGS = (
     "--print-bin-dir",
     "--print-operators-dir",
     "--print-flux-dir",
+    "--print-argocd-dir",
     "--operators",
     "--flux",
+    "--argocd",
     "--webapps",
     "--demo",
     "--tidy",
@@ -123,6 +132,7 @@ def main(
             operators=args.has("--operators") or args.has("--demo"),
             flux=args.has("--flux"),
             demo=args.has("--demo"),
+            argocd=args.has("--argocd"),
         )
         root = cachekeys.cache_root(env)
         # Each --print-* reads only the versions of its own set, so a default run never depends on the others'.
@@ -139,6 +149,9 @@ def main(
             return 0
         if args.has("--print-flux-dir"):
             print(dirs(pinned, Selection(flux=True), root=root).flux, file=out)
+            return 0
+        if args.has("--print-argocd-dir"):
+            print(dirs(pinned, Selection(argocd=True), root=root).argocd, file=out)
             return 0
         cache = dirs(pinned, selection, root=root)
         runner = Runner(pinned, Options(selection, tidy=args.has("--tidy"), force=args.has("--force")), cache, log, env)

@@ -50,11 +50,13 @@ def check_recipe(r: Recipe, versions: Versions, *, gobuild: Path = GOBUILD) -> N
 
 def check_pins(selection: Selection, versions: Versions, *, gobuild: Path = GOBUILD) -> None:
     """The control plane's wrappers always; every operator's (all releases, even for --demo: a wrapper out of step
-    is found before anyone relies on it) with --operators or --demo; Flux's with --flux."""
+    is found before anyone relies on it) with --operators or --demo; Flux's with --flux, Argo CD's with --argocd."""
     recipes = list(in_groups("control plane"))
     if selection.operators or selection.demo:
         recipes += in_groups("demo operators", "other operators")
     if selection.flux:
         recipes += in_groups("flux")
+    if selection.argocd:
+        recipes += in_groups("argocd")
     for r in recipes:
         check_recipe(r, versions, gobuild=gobuild)

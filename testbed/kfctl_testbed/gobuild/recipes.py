@@ -13,6 +13,9 @@ The sets, and who asks for them (`cli` maps the flags onto them):
 - other operators: the other releases of those three, JobSet, Trainer, kubeflow/kubeflow's components, the Spark
   operator and Knative Serving (--operators, not --demo)
 - flux: Flux's source-controller and kustomize-controller (--flux)
+- argocd: Argo CD's one binary, whose basename (or $ARGOCD_BINARY_NAME) selects the component it runs
+  (argocd-application-controller, argocd-repo-server, argocd-cmp-server), and the kustomize its repo-server runs
+  (--argocd)
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Literal
 
 from kfctl_testbed.gobuild.versions import Versions
 
-Group = Literal["control plane", "helm", "kustomize", "demo operators", "other operators", "flux"]
+Group = Literal["control plane", "helm", "kustomize", "demo operators", "other operators", "flux", "argocd"]
 # wrapper: `go build` inside e2e/gobuild/<wrapper> (go.mod pins the release, go.sum its hashes);
 # go install: `go install <package>@<version>` (the module builds as a dependency-free main module);
 # fixture tarball: from the source in ../shared/fixtures (the module is not on the Go module proxy).
@@ -49,7 +52,7 @@ class Recipe:
     commands: tuple[Command, ...]  # several: one `go build` for all (they share most of their packages)
     source: Source = "wrapper"
     wrapper: str = ""  # e2e/gobuild/<wrapper>; another release's is <wrapper>-<version>
-    ldflags: str = "-s -w"  # {version}, {major}, {minor}: the release's
+    ldflags: str = "-s -w"  # {version}, {major}, {minor}, {bare} (the version without its "v"): the release's
     other_releases: bool = False  # also build <KEY>_OTHER_VERSIONS (<X>_VERSION → <X>_OTHER_VERSIONS)
     versioned_names: bool = False  # every binary is <binary>-<version>, so no cache key needs the release
     directives: Directives = "unchecked"
@@ -70,8 +73,8 @@ class Recipe:
         """The flags that rebuild this recipe's go.sum, for the hints of a failed pin check."""
         if self.group.endswith("operators"):
             return "--operators --tidy"
-        if self.group == "flux":
-            return "--flux --tidy"
+        if self.group in ("flux", "argocd"):
+            return f"--{self.group} --tidy"
         return "--tidy"
 
 
@@ -306,6 +309,20 @@ RECIPES: tuple[Recipe, ...] = (
     flux_controller(
         "kustomize-controller", "FLUX_KUSTOMIZE_CONTROLLER_VERSION", estimate="cold: about 3 min on 2 cores"
     ),
+    # --- Argo CD (its cache key: its release and kustomize's) ---
+    # Its multicall command, as upstream's Makefile builds it (./cmd, the version from -X of its common package).
+    # The wrapper's replace directives are upstream's: Argo CD's go.mod replaces the k8s.io staging modules.
+    Recipe(
+        "argocd",
+        "argocd",
+        "ARGOCD_VERSION",
+        "github.com/argoproj/argo-cd/v3",
+        (Command("argocd", "github.com/argoproj/argo-cd/v3/cmd"),),
+        wrapper="argocd",
+        ldflags="-s -w -X github.com/argoproj/argo-cd/v3/common.version={bare}",
+        directives="upstream's",
+        estimate="cold: about 20 min on 2 shared cores",
+    ),
 )
 
 
@@ -326,6 +343,7 @@ class Selection:
     operators: bool = False
     flux: bool = False
     demo: bool = False
+    argocd: bool = False
 
     def groups(self) -> tuple[Group, ...]:
         groups: list[Group] = ["control plane"]
@@ -338,6 +356,8 @@ class Selection:
                 groups.append("other operators")
         if self.flux:
             groups.append("flux")
+        if self.argocd:
+            groups.append("argocd")
         return tuple(groups)
 
 
@@ -363,7 +383,8 @@ class Build:
 def _ldflags(template: str, version: str) -> str:
     parts = version.removeprefix("v").split(".")
     major, minor = parts[0], parts[1] if len(parts) > 1 else ""
-    return template.replace("{version}", version).replace("{major}", major).replace("{minor}", minor)
+    filled = template.replace("{version}", version).replace("{major}", major).replace("{minor}", minor)
+    return filled.replace("{bare}", version.removeprefix("v"))
 
 
 def release(r: Recipe, version: str, *, other: bool = False) -> Build:

@@ -64,15 +64,17 @@ class Options:
 
 @dataclass(frozen=True)
 class Dirs:
-    """The cache's bin dirs for one versions.env; operators/flux are None when the run does not build them."""
+    """The cache's bin dirs for one versions.env; operators/flux/argocd are None when the run does not build them."""
 
     bin: Path
     operators: Path | None = None
     flux: Path | None = None
+    argocd: Path | None = None
 
     def printed(self) -> list[Path]:
-        """stdout's contract: the bin dir is the last line, the operators' dir before it, Flux's before those."""
-        return [d for d in (self.flux, self.operators) if d is not None] + [self.bin]
+        """stdout's contract: the bin dir is the last line, the operators' dir before it, Flux's before those,
+        Argo CD's first."""
+        return [d for d in (self.argocd, self.flux, self.operators) if d is not None] + [self.bin]
 
 
 def dirs(versions: Versions, selection: Selection, *, root: Path) -> Dirs:
@@ -81,6 +83,7 @@ def dirs(versions: Versions, selection: Selection, *, root: Path) -> Dirs:
         cachekeys.bin_dir(root, cachekeys.control_plane_key(versions)),
         cachekeys.bin_dir(root, cachekeys.operators_key(versions)) if operators else None,
         cachekeys.bin_dir(root, cachekeys.flux_key(versions)) if selection.flux else None,
+        cachekeys.bin_dir(root, cachekeys.argocd_key(versions)) if selection.argocd else None,
     )
 
 
@@ -335,7 +338,7 @@ class Runner:
     # --- the sets --------------------------------------------------------------------------------------------
 
     def run(self, go_version: str) -> Dirs:
-        """Every set of the selection, in order: the control plane (helm, kustomize), the operators, Flux."""
+        """Every set of the selection, in order: the control plane (helm, kustomize), the operators, Flux, Argo CD."""
         selection = self.options.selection
         with locked_scratch(self.dirs.bin.parent, self.log) as scratch:
             self.started = time.monotonic()
@@ -359,6 +362,15 @@ class Runner:
                 for b in builds(selection, self.versions, group="flux"):
                     self.build(b, bin_dir=self.dirs.flux, scratch=scratch)
                 self.log(f"flux: {self.dirs.flux}")
+        if self.dirs.argocd is not None:
+            with locked_scratch(self.dirs.argocd.parent, self.log) as scratch:
+                for b in builds(selection, self.versions, group="argocd"):
+                    self.build(b, bin_dir=self.dirs.argocd, scratch=scratch)
+                # The repo-server runs `kustomize build` (a kubectl's embedded one will not do): the release
+                # versions.env pins, beside Argo CD whatever the machine has.
+                kustomize = release(recipe("kustomize"), self.versions.get("KUSTOMIZE_VERSION"))
+                self.build(kustomize, bin_dir=self.dirs.argocd, scratch=scratch)
+                self.log(f"argocd: {self.dirs.argocd}")
         self.log(f"done in {self.so_far()} s")
         return self.dirs
 

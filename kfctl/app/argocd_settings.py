@@ -1,0 +1,178 @@
+"""What Argo CD needs beside the Applications `kfctl export --format argocd` writes, to sync kfctl's platform.
+
+- ``ignoreDifferences`` for the fields another controller owns in kfctl's objects: the ``caBundle`` of webhook
+  configurations, CRD conversion webhooks and APIServices, which cert-manager's cainjector (or the component's
+  own controller) fills in after kfctl renders it empty. Without them Argo CD shows the Application OutOfSync
+  forever and its next sync writes the empty value back; with ``RespectIgnoreDifferences`` the sync leaves them.
+- an ``argocd-cm`` snippet (``argocd-cm.yaml`` of the export directory, not among its resources: it belongs
+  to Argo CD's own ConfigMap): Lua health checks for ``argoproj.io/Application`` (Argo CD 1.8 dropped its
+  own, and without one a parent app-of-apps does not wait for a wave's children to be healthy before it
+  syncs the next) and for Kubeflow's kinds Argo CD has none for. Server-side apply merges the snippet's keys
+  into an existing argocd-cm and leaves the others:
+  ``kubectl apply --server-side --field-manager=kfctl -f argocd-cm.yaml``.
+
+Data only; e2e/test_gitops_argocd.py checks it on Argo CD's real controller and `argocd admin settings
+resource-overrides health`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from kfctl.objects import Obj, key_of
+
+CONFIGMAP = "argocd-cm"
+HEALTH_KEY = "resource.customizations.health.{group}_{kind}"
+
+# (group, kind) → what of it another controller fills in (jq path expressions, as Argo CD evaluates them).
+OWNED_BY_OTHERS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): (".webhooks[]?.clientConfig.caBundle",),
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): (".webhooks[]?.clientConfig.caBundle",),
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): (".spec.conversion.webhook.clientConfig.caBundle",),
+    ("apiregistration.k8s.io", "APIService"): (".spec.caBundle",),
+}
+
+# A child Application is healthy to its parent once it is Synced and its own health is Healthy; until then it is
+# Progressing (Missing and Unknown too: a wave waits). Degraded only once the child's own sync has failed (its
+# retries spent): right after a sync a child is often Degraded for seconds (a Certificate not issued yet, a
+# Deployment whose pods wait for a Secret), and a Degraded child fails the parent's whole sync operation.
+_APPLICATION = """\
+hs = {status = "Progressing", message = "waiting for the Application to sync"}
+if obj.status == nil or obj.status.health == nil then
+  return hs
+end
+local health = obj.status.health.status
+local message = obj.status.health.message
+local op = obj.status.operationState
+if op ~= nil and (op.phase == "Failed" or op.phase == "Error") then
+  hs.status = "Degraded"
+  hs.message = op.message or op.phase
+elseif health == "Suspended" then
+  hs.status = health
+  hs.message = message or health
+elseif obj.status.sync == nil or obj.status.sync.status ~= "Synced" then
+  hs.message = "not synced yet"
+elseif health == "Healthy" then
+  hs.status = "Healthy"
+  hs.message = message or "synced and healthy"
+elseif health == "Degraded" then
+  hs.message = "degraded for now: " .. (message or "no message")
+elseif message ~= nil then
+  hs.message = message
+end
+return hs
+"""
+
+# status.conditions with a type per outcome: the first of `bad` that is True → Degraded, of `good` → Healthy.
+_CONDITIONS = """\
+hs = {{status = "Progressing", message = "{waiting}"}}
+if obj.status == nil or obj.status.conditions == nil then
+  return hs
+end
+for _, c in ipairs(obj.status.conditions) do
+  if c.status == "True" then
+    local message = c.message or c.reason or c.type
+    if {bad} then
+      hs.status = "Degraded"
+      hs.message = message
+      return hs
+    elseif {good} then
+      hs.status = "Healthy"
+      hs.message = message
+    elseif c.type == "Suspended" then
+      hs.status = "Suspended"
+      hs.message = message
+    end
+  end
+end
+return hs
+"""
+
+
+def _conditions(waiting: str, good: Iterable[str], bad: Iterable[str]) -> str:
+    def test(types: Iterable[str]) -> str:
+        return " or ".join(f'c.type == "{t}"' for t in types)
+
+    return _CONDITIONS.format(waiting=waiting, good=test(good), bad=test(bad))
+
+
+# A Notebook's controller reports its pod: ready once readyReplicas is 1; stopped (kubeflow-resource-stopped)
+# is Suspended; a container waiting on an error reason is Degraded.
+_NOTEBOOK = """\
+hs = {status = "Progressing", message = "waiting for the notebook's pod"}
+if obj.metadata.annotations ~= nil and obj.metadata.annotations["kubeflow-resource-stopped"] ~= nil then
+  hs.status = "Suspended"
+  hs.message = "stopped"
+  return hs
+end
+if obj.status == nil then
+  return hs
+end
+if obj.status.readyReplicas ~= nil and obj.status.readyReplicas >= 1 then
+  hs.status = "Healthy"
+  hs.message = "ready"
+  return hs
+end
+local waiting = obj.status.containerState and obj.status.containerState.waiting
+local starting = {ContainerCreating = true, PodInitializing = true}
+if waiting ~= nil and waiting.reason ~= nil and not starting[waiting.reason] then
+  hs.status = "Degraded"
+  hs.message = waiting.reason .. ": " .. (waiting.message or "")
+end
+return hs
+"""
+
+# kubeflow/kubeflow's profile-controller (v1.10.0) writes no condition when it succeeds and appends a Failed one
+# (type only, no status) naming what it could not do, which it never removes: the last condition says.
+_PROFILE = """\
+hs = {status = "Healthy", message = "no failure reported"}
+if obj.status == nil or obj.status.conditions == nil or #obj.status.conditions == 0 then
+  return hs
+end
+local last = obj.status.conditions[#obj.status.conditions]
+if last.type == "Failed" then
+  hs.status = "Degraded"
+  hs.message = last.message or "Failed"
+end
+return hs
+"""
+
+HEALTH_CHECKS: dict[tuple[str, str], str] = {
+    ("argoproj.io", "Application"): _APPLICATION,
+    ("kubeflow.org", "Profile"): _PROFILE,
+    ("kubeflow.org", "Notebook"): _NOTEBOOK,
+    # Kubeflow Trainer v2's TrainJob and Katib's Experiment: Complete/Succeeded, Failed.
+    ("trainer.kubeflow.org", "TrainJob"): _conditions("waiting for the TrainJob", ["Complete"], ["Failed"]),
+    ("kubeflow.org", "Experiment"): _conditions("waiting for the Experiment", ["Succeeded"], ["Failed"]),
+    # The training operator's jobs (kubeflow.org/v1): Succeeded, Failed.
+    **{
+        ("kubeflow.org", kind): _conditions(f"waiting for the {kind}", ["Succeeded"], ["Failed"])
+        for kind in ("PyTorchJob", "TFJob", "XGBoostJob", "MPIJob", "PaddleJob", "JAXJob")
+    },
+}
+
+
+def ignore_differences(objects: Iterable[Obj]) -> list[dict[str, Any]]:
+    """The ignoreDifferences entries for the kinds among ``objects`` whose fields others fill in, sorted."""
+    present = {(key_of(o).group, key_of(o).kind) for o in objects}
+    return [
+        {"group": group, "kind": kind, "jqPathExpressions": list(paths)}
+        for (group, kind), paths in sorted(OWNED_BY_OTHERS.items())
+        if (group, kind) in present
+    ]
+
+
+def argocd_cm(namespace: str) -> dict[str, Any]:
+    """The argocd-cm snippet: one health check per kind, keys sorted."""
+    data = {HEALTH_KEY.format(group=g, kind=k): lua for (g, k), lua in sorted(HEALTH_CHECKS.items())}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": CONFIGMAP,
+            "namespace": namespace,
+            "labels": {"app.kubernetes.io/name": CONFIGMAP, "app.kubernetes.io/part-of": "argocd"},
+        },
+        "data": data,
+    }
