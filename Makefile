@@ -5,8 +5,8 @@
 # Everything is installed by the project itself: a virtualenv with kfctl and its dev tools, kustomize if the
 # machine has neither `kustomize` nor `kubectl kustomize`, the local control plane's binaries, the Kubeflow
 # operators that testbed/kfctl_testbed/runtime.py runs on its fake nodes, the web UIs it runs for the full platform (built
-# with the system's Node.js and npm), Flux's controllers (e2e/test_gitops_flux.py) and Debian's chromium
-# (e2e/test_browser.py).
+# with the system's Node.js and npm), Flux's controllers (e2e/test_gitops_flux.py), Argo CD and Debian's
+# redis-server (e2e/test_gitops_argocd.py) and Debian's chromium (e2e/test_browser.py).
 
 PYTHON ?= python3
 VENV   := .venv
