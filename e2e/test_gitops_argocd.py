@@ -14,7 +14,9 @@ beside Debian's redis-server (kfctl_testbed.argocd), the tests go the way docs/g
    only once the earlier waves' had synced (the API server's timestamps). Argo CD holds exactly the objects
    kfctl renders for each application, with the generated Secrets exactly what `kfctl plan` says `kfctl apply`
    applies; what cert-manager's cainjector writes into the webhooks (their caBundle) leaves them Synced.
-2. Deleting the parent (foreground, as `argocd app delete` does) deletes the children and with them, through
+2. An application removed from the KfDef, re-generated, re-exported and pushed: the parent prunes its child
+   Application, which deletes what it applied but the CRDs, Namespaces and PVCs the export marks kept.
+3. Deleting the parent (foreground, as `argocd app delete` does) deletes the children and with them, through
    the resources finalizer the export sets, what they applied, but for what kfctl's own prune keeps (CRDs,
    Namespaces, PVCs).
 """
@@ -22,6 +24,7 @@ beside Debian's redis-server (kfctl_testbed.argocd), the tests go the way docs/g
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -50,6 +53,7 @@ NAME = "e2e"  # the app directory's name, so the KfDef's: Applications are e2e-<
 APP_PATH = f"clusters/{NAME}"  # where the app directory sits in the repository (kfctl export --path)
 EXPORT_PATH = f"argocd/{NAME}"  # where the export is committed, synced by the parent Application
 PARENT = "platform"  # the app-of-apps docs/gitops.md shows
+REMOVED = "notebook-controller"  # the application the prune test removes: no other application depends on it
 INSTALL_TIMEOUT = 600.0
 Key = tuple[str, str, str, str]  # group, kind, namespace, name
 # Kinds kfctl's own prune keeps unless told, which the export marks Prune=false,Delete=false (group, kind).
@@ -77,6 +81,20 @@ def key_of(obj: dict[str, Any]) -> Key:
 
 def rendered_keys(app_dir: Path, application: str) -> set[Key]:
     return {key_of(o) for o in yamlio.safe_load_all((app_dir / "rendered" / f"{application}.yaml").read_text()) if o}
+
+
+def export(app_dir: Path, repo: Repo) -> None:
+    run_kfctl(
+        "export", str(app_dir), "--format", "argocd", "--repo-url", repo.url, "--path", APP_PATH, "--prune",
+        "--output-dir", str(repo.work / EXPORT_PATH),
+    )  # fmt: skip
+
+
+def commit_and_push(app_dir: Path, repo: Repo, message: str) -> str:
+    """The app directory's committed parts (README "GitOps"; its .gitignore keeps .cache/ out) and the export."""
+    committed = ("kfdef.yaml", "kfdef.lock", "vendor", "kustomize", "rendered", ".gitignore")
+    parts = [f"{APP_PATH}/{p}" for p in committed if (app_dir / p).exists() or p in ("kustomize", "rendered")]
+    return repo.commit_and_push(message, *parts, EXPORT_PATH)
 
 
 def exported(repo: Repo) -> dict[str, dict[str, Any]]:
@@ -159,14 +177,8 @@ def platform(
         app_dir.parent.mkdir(parents=True)
         run_kfctl("init", str(app_dir), "--platform", "kind")
         run_kfctl("generate", str(app_dir))
-        run_kfctl(
-            "export", str(app_dir), "--format", "argocd", "--repo-url", repo.url, "--path", APP_PATH, "--prune",
-            "--output-dir", str(repo.work / EXPORT_PATH),
-        )  # fmt: skip
-        # The app directory's committed parts (README "GitOps"; its .gitignore keeps .cache/ out).
-        committed = ("kfdef.yaml", "kfdef.lock", "vendor", "kustomize", "rendered", ".gitignore")
-        parts = [f"{APP_PATH}/{p}" for p in committed if (app_dir / p).exists()]
-        commit = repo.commit_and_push("kfctl platform: first export", *parts, EXPORT_PATH)
+        export(app_dir, repo)
+        commit = commit_and_push(app_dir, repo, "kfctl platform: first export")
         argocd_support.install(kubeconfig)
         # docs/gitops.md: the export's health checks merged into Argo CD's own argocd-cm.
         flux_support.kubectl(
@@ -246,6 +258,45 @@ def test_argocd_holds_exactly_what_kfctl_apply_would(platform: Platform) -> None
         "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/katib.kubeflow.org"
     )
     assert webhook is not None and webhook["webhooks"][0]["clientConfig"].get("caBundle"), webhook
+
+
+def test_an_application_removed_from_the_kfdef_is_pruned_with_its_objects_but_what_kfctl_keeps(
+    platform: Platform, tmp_path: Path
+) -> None:
+    """A commit without an application: the parent prunes its child Application, whose resources finalizer
+    deletes what it applied but the CRDs, Namespaces and PVCs the export marks kept; the others stay."""
+    kubeconfig = platform.cluster.kubeconfig
+    removed = rendered_keys(platform.app_dir, REMOVED)
+    kept = {k for k in removed if (k[0], k[1]) in KEPT}
+    assert kept != removed and any(k[1] == "CustomResourceDefinition" for k in kept), removed
+    before = tmp_path / f"{REMOVED}.yaml"
+    shutil.copy(platform.app_dir / "rendered" / f"{REMOVED}.yaml", before)
+    kfdef_path = platform.app_dir / "kfdef.yaml"
+    kfdef = yaml.safe_load(kfdef_path.read_text())
+    kfdef["spec"]["applications"] = [a for a in kfdef["spec"]["applications"] if a["name"] != REMOVED]
+    kfdef_path.write_text(yaml.safe_dump(kfdef, sort_keys=False))
+    run_kfctl("generate", str(platform.app_dir))
+    export(platform.app_dir, platform.repo)
+    assert f"{NAME}-{REMOVED}" not in exported(platform.repo)
+    commit = commit_and_push(platform.app_dir, platform.repo, f"kfctl platform: without {REMOVED}")
+    argocd_support.wait_for(
+        lambda: platform.api.get(f"{APPLICATIONS}/{NAME}-{REMOVED}") is None,
+        api=platform.api,
+        argocd=platform.argocd,
+        timeout=300,
+        what=f"Argo CD to prune Application {NAME}-{REMOVED}",
+    )
+    poll(
+        lambda: live_keys(kubeconfig, before) == kept,
+        timeout=300,
+        what=f"Argo CD to delete {REMOVED}'s objects but {sorted(kept)}",
+    )
+    argocd_support.wait_all(
+        platform.api, [PARENT, *exported(platform.repo)], timeout=300, argocd=platform.argocd, revision=commit
+    )
+    rendered = set().union(*(rendered_keys(platform.app_dir, a) for a in applications(platform.app_dir)))
+    assert live_keys(kubeconfig, platform.app_dir / "rendered") == rendered  # nothing of the others went
+    print(f"\nArgo CD pruned {len(removed - kept)} object(s) of {REMOVED}; kept {sorted(kept)}")
 
 
 def applications(app_dir: Path) -> list[str]:
