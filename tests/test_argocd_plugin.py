@@ -55,6 +55,7 @@ def test_export_writes_the_plugin_the_application_and_the_repo_servers_patch(tmp
     assert (files, removed) == (
         [
             "application-demo.yaml",
+            "argocd-cm.yaml",
             "argocd-repo-server-patch.yaml",
             "configmap-kfctl-cmp-plugin.yaml",
             "kustomization.yaml",
@@ -70,6 +71,7 @@ def test_export_writes_the_plugin_the_application_and_the_repo_servers_patch(tmp
         "path": "clusters/prod",
         "plugin": {"name": "kfctl"},
     }
+    assert app["spec"]["syncPolicy"]["automated"] == {}  # what Argo CD writes back: no selfHeal: false
     assert app["spec"]["syncPolicy"]["syncOptions"] == [
         "ServerSideApply=true",
         "SkipDryRunOnMissingResource=true",

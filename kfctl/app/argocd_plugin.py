@@ -21,15 +21,14 @@ from typing import Any
 
 import yaml
 
-from kfctl.app import gitops_parts
+from kfctl.app import argocd_settings, gitops_parts
 from kfctl.app.bundle import load_bundle
 from kfctl.app.export import (
-    ARGOCD_RESOURCES_FINALIZER,
-    IN_CLUSTER,
     SYNC_WAVE,
     ExportOptions,
     ExportResult,
     application_dependencies,
+    argocd_application,
     argocd_revision,
     check_options,
     dump_documents,
@@ -58,14 +57,6 @@ EXEC_TIMEOUT = "5m"
 # The Application's spec.source.plugin.env (Argo CD passes it as ARGOCD_ENV_<name>): space-separated
 # URL_PREFIX=LOCATION mirrors, before the KfDef's spec.mirrors (a cluster whose mirror is not the repo's).
 MIRRORS_PARAMETER = "KFCTL_MIRRORS"
-# Fields others own: the CA bundles cert-manager's cainjector (or the stand-in) writes into webhook configurations,
-# CRD conversion webhooks and APIServices. Argo CD must neither report them OutOfSync nor overwrite them.
-IGNORED_DIFFERENCES = (
-    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration", ".webhooks[]?.clientConfig.caBundle"),
-    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration", ".webhooks[]?.clientConfig.caBundle"),
-    ("apiextensions.k8s.io", "CustomResourceDefinition", ".spec.conversion.webhook.clientConfig.caBundle"),
-    ("apiregistration.k8s.io", "APIService", ".spec.caBundle"),
-)
 
 
 def waved_objects(kfdef: KfDef, catalog: Catalog) -> tuple[Obj, ...]:
@@ -168,35 +159,13 @@ def plugin_application(kfdef: KfDef, options: ExportOptions, namespace: str) -> 
         "namespace": namespace,
         "labels": {"app.kubernetes.io/managed-by": "kfctl", "app.kubernetes.io/part-of": kfdef.name},
     }
-    if options.prune:
-        metadata["finalizers"] = [ARGOCD_RESOURCES_FINALIZER]
-    return {
-        "apiVersion": "argoproj.io/v1alpha1",
-        "kind": "Application",
-        "metadata": metadata,
-        "spec": {
-            "project": "default",
-            "source": {
-                "repoURL": options.repo_url,
-                "targetRevision": argocd_revision(options.revision),
-                "path": options.path,
-                "plugin": {"name": PLUGIN},
-            },
-            "destination": {"server": IN_CLUSTER, "namespace": kfdef.namespace},
-            "ignoreDifferences": [
-                {"group": group, "kind": kind, "jqPathExpressions": [path]} for group, kind, path in IGNORED_DIFFERENCES
-            ],
-            "syncPolicy": {
-                "automated": {"prune": options.prune, "selfHeal": False},
-                "syncOptions": [
-                    "ServerSideApply=true",
-                    "SkipDryRunOnMissingResource=true",
-                    "RespectIgnoreDifferences=true",
-                ],
-                "retry": {"limit": 5, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "3m"}},
-            },
-        },
+    source = {
+        "repoURL": options.repo_url,
+        "targetRevision": argocd_revision(options.revision),
+        "path": options.path,
+        "plugin": {"name": PLUGIN},
     }
+    return argocd_application(kfdef, metadata, source, options, argocd_settings.ignore_differences(None))
 
 
 REPO_SERVER_PATCH = "argocd-repo-server-patch.yaml"
@@ -204,7 +173,8 @@ REPO_SERVER_PATCH = "argocd-repo-server-patch.yaml"
 
 def export_plugin(kfdef: KfDef, options: ExportOptions, image: str) -> ExportResult:
     """``kfctl export --format argocd-plugin``: the plugin's ConfigMap and the platform's Application (objects to
-    apply in Argo CD's namespace), and the repo-server's sidecar patch (a file: `kubectl patch` it in)."""
+    apply in Argo CD's namespace), and two files for Argo CD's own install: the health checks of Kubeflow's kinds
+    (argocd-cm.yaml, as ``--format argocd`` writes it; a wave waits on them) and the repo-server's sidecar patch."""
     check_options(options)
     namespace = options.namespace or "argocd"
     patch = sidecar_patch(image, namespace)
@@ -212,5 +182,8 @@ def export_plugin(kfdef: KfDef, options: ExportOptions, image: str) -> ExportRes
         objects=(plugin_configmap(namespace), plugin_application(kfdef, options, namespace)),
         waves={},
         missing=(),
-        files=((REPO_SERVER_PATCH, dump_documents([patch])),),
+        files=(
+            ("argocd-cm.yaml", dump_documents([argocd_settings.argocd_cm(namespace)])),
+            (REPO_SERVER_PATCH, dump_documents([patch])),
+        ),
     )

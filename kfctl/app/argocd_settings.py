@@ -153,9 +153,10 @@ HEALTH_CHECKS: dict[tuple[str, str], str] = {
 }
 
 
-def ignore_differences(objects: Iterable[Obj]) -> list[dict[str, Any]]:
-    """The ignoreDifferences entries for the kinds among ``objects`` whose fields others fill in, sorted."""
-    present = {(key_of(o).group, key_of(o).kind) for o in objects}
+def ignore_differences(objects: Iterable[Obj] | None) -> list[dict[str, Any]]:
+    """The ignoreDifferences entries for the kinds among ``objects`` whose fields others fill in, sorted; for
+    ``None`` (objects rendered later, by the plugin), every such kind."""
+    present = set(OWNED_BY_OTHERS) if objects is None else {(key_of(o).group, key_of(o).kind) for o in objects}
     return [
         {"group": group, "kind": kind, "jqPathExpressions": list(paths)}
         for (group, kind), paths in sorted(OWNED_BY_OTHERS.items())

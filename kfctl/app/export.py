@@ -249,6 +249,18 @@ def _argocd_application(kfdef: KfDef, part: Part, wave: int, options: ExportOpti
     patches = _patches(part, options, ARGOCD_KEEP)
     if patches:
         source["kustomize"] = {"patches": patches}
+    return argocd_application(kfdef, metadata, source, options, argocd_settings.ignore_differences(part.keep))
+
+
+def argocd_application(
+    kfdef: KfDef,
+    metadata: dict[str, Any],
+    source: dict[str, Any],
+    options: ExportOptions,
+    ignored: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """An Application of the export (one per part) or of the plugin (the whole platform): the same destination,
+    sync options, retries and prune, whatever its source."""
     if options.prune:
         metadata["finalizers"] = [ARGOCD_RESOURCES_FINALIZER]
     spec: dict[str, Any] = {
@@ -261,7 +273,6 @@ def _argocd_application(kfdef: KfDef, part: Part, wave: int, options: ExportOpti
             "retry": {"limit": 5, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "3m"}},
         },
     }
-    ignored = argocd_settings.ignore_differences(part.keep)
     if ignored:
         spec["ignoreDifferences"] = ignored
     return {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": metadata, "spec": spec}

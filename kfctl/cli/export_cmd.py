@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from kfctl.app.argocd_plugin import REPO_SERVER_PATCH, export_plugin
+from kfctl.app.argocd_plugin import export_plugin
 from kfctl.app.export import FORMATS, ExportOptions, dump_documents, export, write_files
 from kfctl.catalog.load import load_catalog
 from kfctl.cli.options import get_options, global_options
@@ -76,7 +76,7 @@ def export_cmd(
     --format argocd-plugin is for a repository holding only kfdef.yaml and kfdef.lock: Argo CD's
     repo-server renders it with a kfctl sidecar (a Config Management Plugin running
     `kfctl generate . --stdout`). It exports the plugin's ConfigMap, one Application for the platform
-    and, with --output-dir, the sidecar's patch of argocd-repo-server.
+    and, with --output-dir, argocd-cm.yaml and the sidecar's patch of argocd-repo-server.
 
     \b
     Examples:
@@ -116,7 +116,8 @@ def export_cmd(
         else:
             click.echo(dump_documents(result.objects), nl=False)
         if result.files and not opts.quiet:
-            click.echo(f"Note: {REPO_SERVER_PATCH} (the repo-server's sidecar) is written with --output-dir", err=True)
+            names = " and ".join(name for name, _ in result.files)
+            click.echo(f"Note: with --output-dir, kfctl also writes {names} (for Argo CD's own install)", err=True)
         return
     files, removed = write_files(kfdef, result, output_dir)
     text = f"Wrote {len(files)} file(s) to {output_dir}" + (f"; removed {', '.join(removed)}" if removed else "")
