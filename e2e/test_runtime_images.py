@@ -186,7 +186,7 @@ def test_a_repository_with_any_release_built_is_kwoks_runtime_repository(tmp_pat
             ["-m", "kfctl_testbed.istio_gateway", "--kubeconfig", "/state/kubeconfig", "--"],
             id="gateway-reads-the-cluster-as-istiod",
         ),
-        pytest.param("ghcr.io/dexidp/dex:v2.45.0", None, [], id="other-release-is-no-stand-in"),
+        pytest.param("ghcr.io/dexidp/dex:v2.46.0", None, [], id="other-release-is-no-stand-in"),
         pytest.param("kserve/kserve-controller:v0.16.0", None, [], id="a-binary-image"),
     ],
 )
@@ -201,7 +201,7 @@ def test_stand_in_images_run_a_module_in_the_binarys_place(
         assert runtime.pull_error(image, tmp_path) is None
     elif image.startswith("ghcr.io/dexidp/dex"):
         assert runtime.pull_error(image, tmp_path) == (
-            f"e2e runtime: no binary built for {image} (built: v2.41.1, v2.44.0); add it to e2e/build-binaries"
+            f"e2e runtime: no binary built for {image} (built: v2.41.1, v2.44.0, v2.45.0); add it to e2e/build-binaries"
         )
 
 
