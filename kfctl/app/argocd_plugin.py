@@ -51,6 +51,7 @@ PLUGIN_SOCKETS = "/home/argocd/cmp-server/plugins"
 # Fetched repos and remote bases are content-addressed, so every render of the sidecar may share them: the init
 # command points the checkout's .cache/ (git-ignored) at a volume that outlives one render.
 CACHE = "/var/cache/kfctl"
+CACHE_ENV = "KFCTL_PLUGIN_CACHE"  # the sidecar's environment may move it (the test bed's cmp-server does)
 # How long one render may take; the repo-server waits as long (ARGOCD_EXEC_TIMEOUT there, and the controller's
 # controller.repo.server.timeout.seconds, docs/gitops.md).
 EXEC_TIMEOUT = "5m"
@@ -88,7 +89,13 @@ def plugin_config() -> dict[str, Any]:
         "kind": "ConfigManagementPlugin",
         "metadata": {"name": PLUGIN},
         "spec": {
-            "init": {"command": ["sh", "-c", f"mkdir -p {CACHE} && rm -rf .cache && ln -s {CACHE} .cache"]},
+            "init": {
+                "command": [
+                    "sh",
+                    "-c",
+                    f'c="${{{CACHE_ENV}:-{CACHE}}}"; mkdir -p "$c" && rm -rf .cache && ln -s "$c" .cache',
+                ]
+            },
             "generate": {"command": ["sh", "-c", f'set -- ; {mirrors}exec kfctl generate . --stdout "$@"']},
             "discover": {"fileName": "kfdef.yaml"},
         },

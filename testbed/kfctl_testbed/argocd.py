@@ -29,6 +29,7 @@ import os
 import secrets
 import shutil
 import socket
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -152,10 +153,15 @@ class ArgoCD:
 
 
 @contextlib.contextmanager
-def run_argocd(kubeconfig: str, workdir: Path, *, resync: int = 20) -> Iterator[ArgoCD]:
+def run_argocd(
+    kubeconfig: str, workdir: Path, *, resync: int = 20, plugin_config: Path | None = None
+) -> Iterator[ArgoCD]:
     """Start redis-server, argocd-repo-server and argocd-application-controller; stop them when the block ends.
     ``resync``: the controller's --app-resync, seconds between two comparisons of an Application with git and
-    the cluster (Argo CD's default: 120)."""
+    the cluster (Argo CD's default: 120). ``plugin_config``: a directory holding a Config Management Plugin's
+    plugin.yaml, served by argocd-cmp-server (the repo-server's sidecar in a real install) started first, with
+    kfctl (this Python's scripts) and Argo CD's kustomize on its PATH, the plugins' sockets in the workdir and
+    KFCTL_PLUGIN_CACHE there (the plugin's cache volume)."""
     bin_dir = require_argocd()
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "tmp").mkdir(exist_ok=True)
@@ -173,8 +179,13 @@ def run_argocd(kubeconfig: str, workdir: Path, *, resync: int = 20) -> Iterator[
         "KUBECONFIG": kubeconfig,
         "ARGOCD_FAKE_IN_CLUSTER": "true",  # kubernetes.default.svc is $KUBECONFIG's cluster
         "ARGOCD_GPG_ENABLED": "false",  # no gpg keyring to set up: kfctl's exports verify no signatures
+        "ARGOCD_PLUGINSOCKFILEPATH": str(workdir / "plugins"),  # where the repo-server finds the plugins' sockets
     }
-    argv: dict[str, list[str]] = {
+    (workdir / "plugins").mkdir(exist_ok=True)
+    argv: dict[str, list[str]] = {}
+    if plugin_config is not None:
+        argv["argocd-cmp-server"] = [str(bin_dir / "argocd"), "--config-dir-path", str(plugin_config)]
+    argv |= {
         "redis-server": [
             str(shutil.which("redis-server")),
             "--bind", "127.0.0.1", "--port", str(ports["redis"]), "--save", "", "--appendonly", "no",
@@ -197,9 +208,13 @@ def run_argocd(kubeconfig: str, workdir: Path, *, resync: int = 20) -> Iterator[
             # sync has just created is often compared before it is Established and shows OutOfSync until the
             # next comparison (seen: cert-manager's issuers.cert-manager.io), which holds the parent's wave.
             "--app-resync", str(resync), "--app-resync-jitter", "0",
+            # How long a failing render is taken for a passing fault before the Application shows it (a
+            # ComparisonError condition): Argo CD's default is its default resync period, kept so here.
+            "--repo-error-grace-period-seconds", str(resync),
         ],
     }  # fmt: skip
     ready = {
+        "argocd-cmp-server": lambda: any(p.suffix == ".sock" for p in (workdir / "plugins").iterdir()),
         "redis-server": lambda: _redis_pong(ports["redis"]),
         "argocd-repo-server": lambda: localcluster.http_ok(f"http://127.0.0.1:{ports['repo-metrics']}/metrics"),
         "argocd-application-controller": lambda: localcluster.http_ok(
@@ -209,12 +224,22 @@ def run_argocd(kubeconfig: str, workdir: Path, *, resync: int = 20) -> Iterator[
     argocd = ArgoCD(state, {})
     try:
         for name, args in argv.items():
-            proc = localcluster.spawn(state, name, args, env={**env, "ARGOCD_BINARY_NAME": name})
+            extra = _cmp_server_env(workdir) if name == "argocd-cmp-server" else {}
+            proc = localcluster.spawn(state, name, args, env={**env, **extra, "ARGOCD_BINARY_NAME": name})
             argocd.logs[name] = Path(proc.log)
             localcluster.wait_for(f"{name} to be ready", ready[name], timeout=90, procs=state.procs)
         yield argocd
     finally:
         localcluster.stop_procs(state.procs)
+
+
+def _cmp_server_env(workdir: Path) -> dict[str, str]:
+    """kfctl first on the plugin's PATH (the venv running the tests), then Argo CD's bin dir (kustomize)."""
+    scripts = Path(sys.executable).parent
+    return {
+        "PATH": f"{scripts}:{argocd_bin_dir()}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+        "KFCTL_PLUGIN_CACHE": str(workdir / "kfctl-cache"),
+    }
 
 
 def _redis_pong(port: int) -> bool:

@@ -1,0 +1,176 @@
+"""A git repository holding only a KfDef, deployed by Argo CD's real controller through kfctl's Config Management
+Plugin (`kfctl export --format argocd-plugin`; docs/gitops.md, "A repository holding only a KfDef").
+
+On a cluster of the module's own (the process runtime runs the real operators), Argo CD's application controller,
+repo-server and argocd-cmp-server run as processes (kfctl_testbed.argocd): the cmp-server plays the repo-server's
+kfctl sidecar, serving the plugin.yaml the export's ConfigMap holds, with this venv's kfctl on its PATH. The
+repository holds `clusters/e2e/kfdef.yaml` and nothing else of the platform (the default kind platform: the
+built-in catalog needs no fetch, so no lock). The export's Application and argocd-cm.yaml are applied as the
+docs say, `kfctl secrets apply` once namespace kubeflow exists.
+
+1. The Application becomes Synced and Healthy at the pushed commit; the objects it manages are exactly those a
+   local `kfctl generate` renders (less the Secrets kfctl generates in the cluster), each on the API server with
+   the sync wave of its part, and no object of a wave was created before every object of the earlier waves
+   (the API server's creationTimestamps).
+2. A commit whose KfDef names an application the catalog lacks fails the render: the Application's
+   ComparisonError condition carries kfctl's own message (the file, line, field and the known components), no
+   sync follows, and every object is still there.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import yaml
+from harness import Cluster
+from kfctl_testbed import argocd as argocd_support
+from kfctl_testbed import flux as flux_support
+from kfctl_testbed import gitserver, kube_rest
+from kfctl_testbed.argocd import APPLICATIONS, ArgoCD
+from kfctl_testbed.flux import Repo
+from test_gitops_argocd import Key, key_of, run_kfctl, timestamp
+
+from kfctl import yamlio
+
+pytestmark = pytest.mark.e2e
+
+NAME = "e2e"  # the KfDef's name, so the Application's
+APP_PATH = f"clusters/{NAME}"
+INSTALL_TIMEOUT = 900.0  # 271 s on a quiet machine, 521 s beside a parallel e2e run
+SYNC_WAVE = "argocd.argoproj.io/sync-wave"
+
+
+@dataclass
+class Platform:
+    cluster: Cluster
+    api: kube_rest.Client
+    argocd: ArgoCD
+    repo: Repo
+    commit: str
+    application: dict[str, Any]  # as read once Synced and Healthy
+    rendered: dict[Key, dict[str, Any]]  # a local `kfctl generate --stdout` of the same KfDef
+    secrets: list[str]
+
+
+@pytest.fixture(scope="module")
+def platform(module_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
+    argocd_support.require_argocd()
+    root = tmp_path_factory.mktemp("argocd-plugin")
+    kubeconfig = module_cluster.kubeconfig
+    (root / "served").mkdir()
+    with gitserver.serve(root / "served") as server:
+        repo = flux_support.new_repo(root, server, "platform")
+        app_dir = repo.work / APP_PATH
+        app_dir.parent.mkdir(parents=True)
+        run_kfctl("init", str(app_dir), "--platform", "kind")
+        commit = repo.commit_and_push("kfctl platform: the KfDef alone", f"{APP_PATH}/kfdef.yaml")
+        # The oracle's render, outside the repository's working copy (which holds the KfDef only).
+        local = root / "local"
+        local.mkdir()
+        (local / "kfdef.yaml").write_text((app_dir / "kfdef.yaml").read_text())
+        out = run_kfctl("generate", str(local), "--stdout").stdout
+        rendered = {key_of(o): o for o in yamlio.safe_load_all(out) if o}
+        export = root / "export"
+        run_kfctl(
+            "export", str(app_dir), "--format", "argocd-plugin", "--repo-url", repo.url, "--path", APP_PATH,
+            "--plugin-image", "unused.invalid/kfctl:e2e", "--output-dir", str(export),
+        )  # fmt: skip
+        configmap = yaml.safe_load((export / "configmap-kfctl-cmp-plugin.yaml").read_text())
+        plugin = root / "plugin-config"
+        plugin.mkdir()
+        (plugin / "plugin.yaml").write_text(configmap["data"]["plugin.yaml"])
+        argocd_support.install(kubeconfig)
+        flux_support.kubectl(
+            kubeconfig, "apply", "--server-side", "--field-manager=kfctl", "-f", str(export / "argocd-cm.yaml")
+        )
+        api = kube_rest.Client(kubeconfig)
+        with argocd_support.run_argocd(kubeconfig, root / "argocd", plugin_config=plugin) as argocd:
+            start = time.monotonic()
+            flux_support.kubectl(kubeconfig, "apply", "-f", str(export / "application-e2e.yaml"))
+            argocd_support.wait_for(
+                lambda: api.get("/api/v1/namespaces/kubeflow") is not None,
+                api=api,
+                argocd=argocd,
+                timeout=300,
+                what="Argo CD to create namespace kubeflow through the plugin",
+            )
+            made = run_kfctl("secrets", "apply", str(local), "-o", "json", "--kubeconfig", kubeconfig).stdout
+            found = argocd_support.wait_all(api, [NAME], timeout=INSTALL_TIMEOUT, argocd=argocd, revision=commit)
+            print(f"\nArgo CD, through kfctl's plugin: Synced and Healthy {time.monotonic() - start:.1f} s after apply")
+            secrets = sorted(s["object"] for s in json.loads(made)["secrets"] if s["result"] == "created")
+            yield Platform(module_cluster, api, argocd, repo, commit, found[NAME], rendered, secrets)
+            sockets = argocd.non_loopback_sockets()
+            assert set(sockets) <= {argocd_support.ALL_INTERFACES_LISTENER}, sockets
+        api.close()
+
+
+def test_a_repo_holding_only_a_kfdef_deploys_the_platform_wave_after_wave(platform: Platform) -> None:
+    managed = {
+        (r.get("group") or "", r["kind"], r.get("namespace") or "", r["name"])
+        for r in platform.application["status"]["resources"]
+    }
+    assert managed == set(platform.rendered), (
+        f"only Argo CD: {sorted(managed - set(platform.rendered))[:10]}; "
+        f"only kfctl: {sorted(set(platform.rendered) - managed)[:10]}"
+    )
+    assert platform.secrets, "kfctl secrets apply created no Secret: the platform would lack its credentials"
+    live = live_objects(platform.cluster.kubeconfig, list(platform.rendered.values()))
+    created: dict[int, list[float]] = {}
+    for key, obj in platform.rendered.items():
+        assert key in live, key
+        wave = obj["metadata"]["annotations"][SYNC_WAVE]
+        assert live[key]["metadata"]["annotations"][SYNC_WAVE] == wave, key
+        created.setdefault(int(wave), []).append(timestamp(live[key]["metadata"]["creationTimestamp"]))
+    waves = sorted(created)
+    assert waves == list(range(len(waves))) and len(waves) >= 3, waves
+    print("\nwaves (objects, first and last creation):")
+    t0 = min(min(v) for v in created.values())
+    for w in waves:
+        print(f"  {w}: {len(created[w])} objects, +{min(created[w]) - t0:.0f} s .. +{max(created[w]) - t0:.0f} s")
+    # A wave's objects are created only once the earlier waves' are healthy (second resolution: >=).
+    for earlier, later in itertools.pairwise(waves):
+        assert min(created[later]) >= max(created[earlier]), (earlier, later, created)
+
+
+def live_objects(kubeconfig: str, objects: list[dict[str, Any]]) -> dict[Key, dict[str, Any]]:
+    """The live copies of ``objects`` that exist, read with one `kubectl get`."""
+    out = flux_support.kubectl(
+        kubeconfig, "get", "-f", "-", "--ignore-not-found", "-o", "json", stdin=yaml.safe_dump_all(objects)
+    )
+    doc: dict[str, Any] = json.loads(out) if out.strip() else {}
+    items: list[dict[str, Any]] = doc["items"] if doc.get("kind") == "List" else [doc] if doc else []
+    return {key_of(o): o for o in items}
+
+
+def test_a_kfdef_error_fails_the_render_with_kfctls_message_and_changes_nothing(platform: Platform) -> None:
+    kfdef_path = platform.repo.work / APP_PATH / "kfdef.yaml"
+    kfdef = yaml.safe_load(kfdef_path.read_text())
+    kfdef["spec"]["applications"].append({"name": "jupyter-web-ap"})
+    kfdef_path.write_text(yaml.safe_dump(kfdef, sort_keys=False))
+    before = {a["metadata"]["name"]: a["metadata"]["resourceVersion"] for a in platform.api.list(APPLICATIONS)}
+    commit = platform.repo.commit_and_push("a typo", f"{APP_PATH}/kfdef.yaml")
+    message: list[str] = []
+
+    def comparison_error() -> bool:
+        app = platform.api.get(f"{APPLICATIONS}/{NAME}") or {}
+        conditions = (app.get("status") or {}).get("conditions") or []
+        message[:] = [c.get("message", "") for c in conditions if c.get("type") == "ComparisonError"]
+        return bool(message) and "jupyter-web-ap" in message[0]
+
+    argocd_support.wait_for(
+        comparison_error, api=platform.api, argocd=platform.argocd, timeout=180, what="a ComparisonError of the plugin"
+    )
+    print(f"\nArgo CD's condition for commit {commit[:8]}:\n  {message[0]}")
+    assert "Error (config error)" in message[0] and "kfdef.yaml" in message[0], message[0]
+    assert before.keys() == {a["metadata"]["name"] for a in platform.api.list(APPLICATIONS)}
+    app = platform.api.get(f"{APPLICATIONS}/{NAME}") or {}
+    assert app["status"]["history"][-1]["revision"] == platform.commit  # no sync since the last good commit
+    assert (
+        live_objects(platform.cluster.kubeconfig, list(platform.rendered.values())).keys() == platform.rendered.keys()
+    )
