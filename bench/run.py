@@ -8,7 +8,7 @@ B1 time to all-healthy (full catalog, fresh cluster) vs upstream's `while ! kube
    object and peak RSS at 500/2,000/5,000 synthetic objects; B5 `kfctl generate` vs `kustomize build` of
    the same dirs one after another; B6 the same kfctl apply vs `kapp deploy` of the same bytes, and (B6')
    both again with nothing changed, with requests counted in the API server's audit log; B7 kfctl's requests
-   per object on a first apply; B8 kfctl apply vs Flux reconciling kfctl's export; B9 `kfctl check` of the
+   per object on a first apply; B8 kfctl apply vs Flux and Argo CD reconciling kfctl's export; B9 `kfctl check` of the
    installed full catalog vs `kubectl wait` of its Deployments and a `kubectl create --dry-run=server` of the
    same samples; B10 upstream Kubeflow's full platform (v1.11.0, 29 applications) with kfctl vs upstream's loop
    vs `kapp deploy`, on the same rendered bytes. See bench/README.md for what each side runs and why.
@@ -348,13 +348,18 @@ def main() -> int:
             f = bench_gitops.measure(root, runs=args.runs)
             record["gitops"] = {k: getattr(v, "values", v) for k, v in f.__dict__.items()}
             what = f"default kind platform, {f.objects} objects, {f.kustomizations} Kustomizations"
-            for label, flux in (("Flux, its defaults", f.flux), ("Flux, --requeue-dependency=5s", f.flux_fast)):
+            peers = (
+                ("Flux, its defaults", "kfctl export + Flux", f.flux),
+                ("Flux, --requeue-dependency=5s", "kfctl export + Flux", f.flux_fast),
+                ("Argo CD, resync 20 s", "kfctl export + Argo CD", f.argocd),
+            )
+            for label, peer, samples in peers:
                 rows.append(
                     (
                         f"B8 all-Ready vs {label}",
                         f"kfctl apply: {f.kfctl.describe()} s",
-                        f"kfctl export + Flux: {flux.describe()} s",
-                        ratio(f.kfctl, flux),
+                        f"{peer}: {samples.describe()} s",
+                        ratio(f.kfctl, samples),
                         "none set",
                         "",
                         what,
