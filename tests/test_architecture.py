@@ -64,7 +64,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "health": LEAVES | {"objects"},
     "k8s": LEAVES | {"objects"},
     "catalog": LEAVES | {"objects"},
-    "config": LEAVES | {"objects", "catalog"},
+    "config": LEAVES | {"objects", "catalog", "health"},  # health: spec.waitRules are its WaitRule values
     "migrate": LEAVES | {"objects", "catalog", "config"},
     "plan": LEAVES | {"objects", "health"},
     "engine": LEAVES | {"objects", "health", "k8s", "plan"},

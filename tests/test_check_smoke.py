@@ -15,6 +15,7 @@ from fakecluster import FakeCluster, obj, served_crd
 
 from kfctl.check.model import CheckReport, InstalledContext
 from kfctl.check.runner import installed_checks, run_checks
+from kfctl.check.smoke import SCENARIOS
 from kfctl.health.model import ready
 from kfctl.k8s.api import ApiError
 from kfctl.objects import ObjectKey
@@ -463,3 +464,13 @@ def test_the_profiles_namespace_is_kfctls_own_with_the_owner_the_controller_adop
     assert seen["profile"]["spec"] == {"owner": {"kind": "User", "name": OWNER}}
     assert seen["profile"]["metadata"]["labels"] == {"kfctl.dev/smoke": "smoke-tfjob"}
     assert PROFILE not in c.objects
+
+
+def test_each_scenario_is_judged_by_its_kinds_wait_rule() -> None:
+    """What says a job ran to its end or failed is the wait rule kfctl ships for its kind (kfctl.health.waitrules)."""
+    said = {s.kind: ([m.describe() for m in s.rule.ready], [m.describe() for m in s.rule.failed]) for s in SCENARIOS}
+    assert said == {
+        "TFJob": (["Succeeded"], ["Failed"]),
+        "PyTorchJob": (["Succeeded"], ["Failed"]),
+        "TrainJob": (["Complete"], ["Failed"]),
+    }

@@ -19,6 +19,7 @@ from kfctl.config.model import KfDef
 from kfctl.engine import labels
 from kfctl.engine.inventory import applyset_id, parent_name
 from kfctl.errors import RenderError, UsageError
+from kfctl.health.waitrules import SHIPPED
 from kfctl.objects import Obj, ObjectKey, key_of
 from kfctl.plan.duplicates import Copy, merge_copies
 from kfctl.plan.graph import ExternalCheck, Plan, PlannedObject, build_plan
@@ -68,6 +69,7 @@ class Bundle:
             copies=self.copies,
             generated=self.generated_keys,
             replaced=frozenset(s.key for s in self.secrets if s.replaces_rendered),
+            wait_rules=SHIPPED.with_overrides(self.kfdef.wait_rules),
         )
 
     def prepare(self, step: PlannedObject) -> Obj:

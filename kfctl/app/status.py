@@ -16,6 +16,7 @@ from kfctl.config.model import KfDef
 from kfctl.engine import inventory
 from kfctl.engine.probe import external_health, get_key, handler_problem, object_health, webhook_problem
 from kfctl.health.model import Health, failed, progressing
+from kfctl.health.waitrules import SHIPPED
 from kfctl.k8s.api import ApiError, Cluster, NoKindMatch
 from kfctl.objects import Obj, ObjectKey
 from kfctl.plan.graph import ExternalCheck
@@ -113,6 +114,7 @@ def webhooks_answer(cluster: Cluster, config: Obj) -> Health | None:
 def status_of(kfdef: KfDef, catalog: Catalog, *, open_cluster: Callable[[], Cluster]) -> StatusReport:
     cluster = open_cluster()
     identify(cluster)
+    wait_rules = SHIPPED.with_overrides(kfdef.wait_rules)
     externals: dict[str, Health] = {}
     with talking_to(cluster, "checking the applications the cluster provides"):
         for app in kfdef.enabled_applications():
@@ -134,7 +136,7 @@ def status_of(kfdef: KfDef, catalog: Catalog, *, open_cluster: Callable[[], Clus
             return ObjectStatus(m.key, m.application, failed(f"cannot read: {e.message}"), m.also_in)
         if live is None:
             return ObjectStatus(m.key, m.application, failed("missing"), m.also_in)
-        health = object_health(cluster, live)
+        health = object_health(cluster, live, wait_rules=wait_rules)
         if is_generated(live):
             health = Health(health.state, describe_generated(live))
         if health.ready and m.key.kind in WEBHOOK_CONFIGURATIONS:

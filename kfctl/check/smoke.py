@@ -17,11 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from kfctl.check import samples, smoke_namespace
 from kfctl.check.admission import rejected, while_settling
 from kfctl.check.model import InstalledContext, Outcome
+from kfctl.health.model import condition
+from kfctl.health.waitrules import SHIPPED, WaitRule
 from kfctl.k8s.api import ApiError
 from kfctl.objects import Obj
 
@@ -42,12 +43,18 @@ class Scenario:
     component: str  # the catalog component whose operator must run it
     check: str
     job: Obj  # created in its namespace, named as the namespace is
-    succeeded: str  # the condition type that says it ran to its end
-    failed: str = "Failed"
 
     @property
     def kind(self) -> str:
         return str(self.job["kind"])
+
+    @property
+    def rule(self) -> WaitRule:
+        """Its kind's wait rule (kfctl.health.waitrules): the conditions that say it ran to its end or failed."""
+        group = str(self.job["apiVersion"]).split("/")[0]
+        rule = SHIPPED.get(group, self.kind)
+        assert rule is not None, f"kfctl ships no wait rule for {self.kind}"  # tests/test_check_smoke checks each
+        return rule
 
 
 def _one_replica(container: str) -> Obj:
@@ -67,7 +74,6 @@ TFJOB = Scenario(
         "kind": "TFJob",
         "spec": {"tfReplicaSpecs": {"Worker": _one_replica("tensorflow")}},
     },
-    succeeded="Succeeded",
 )
 
 PYTORCHJOB = Scenario(
@@ -79,7 +85,6 @@ PYTORCHJOB = Scenario(
         # A Master alone: the operator sets its MASTER_ADDR to itself and WORLD_SIZE to 1.
         "spec": {"pytorchReplicaSpecs": {"Master": _one_replica("pytorch")}},
     },
-    succeeded="Succeeded",
 )
 
 TRAINJOB = Scenario(
@@ -94,7 +99,6 @@ TRAINJOB = Scenario(
             "trainer": {"numNodes": 1, "image": IMAGE, "command": COMMAND},
         },
     },
-    succeeded="Complete",
 )
 
 SCENARIOS: tuple[Scenario, ...] = (TFJOB, PYTORCHJOB, TRAINJOB)
@@ -136,12 +140,14 @@ def _run_job(ctx: InstalledContext, scenario: Scenario, made: smoke_namespace.Sm
         return rejected(ctx.cluster, job, e)
     while True:
         live = ctx.cluster.get(api_version, scenario.kind, namespace=namespace, name=namespace) or {}
-        conditions = {c.get("type"): c for c in (live.get("status") or {}).get("conditions") or []}
         took = ctx.clock() - start
-        if _true(conditions.get(scenario.succeeded)):
-            return Outcome("pass", f"{what} ran to {scenario.succeeded} in {took:.0f}s{made.where}")
-        if _true(conditions.get(scenario.failed)):
-            reason = conditions[scenario.failed].get("message") or conditions[scenario.failed].get("reason") or ""
+        done = next((m for m in scenario.rule.ready if m.holds(live)), None)
+        if done is not None:
+            return Outcome("pass", f"{what} ran to {done.describe()} in {took:.0f}s{made.where}")
+        broke = next((m for m in scenario.rule.failed if m.holds(live)), None)
+        if broke is not None:
+            said = condition(live, broke.condition) or {}
+            reason = said.get("message") or said.get("reason") or ""
             pods = _pods(ctx, namespace)
             return Outcome(
                 "fail",
@@ -158,10 +164,6 @@ def _run_job(ctx: InstalledContext, scenario: Scenario, made: smoke_namespace.Sm
                 "longer --smoke-timeout helps only a slow image pull",
             )
         ctx.sleep(POLL_INTERVAL)
-
-
-def _true(condition: dict[str, Any] | None) -> bool:
-    return bool(condition) and str((condition or {}).get("status")) == "True"
 
 
 def _pods(ctx: InstalledContext, namespace: str) -> str:

@@ -37,8 +37,11 @@ from kfctl.config.model import (
 )
 from kfctl.config.repouri import UriProblem, uri_kind
 from kfctl.errors import ConfigError, must_be
+from kfctl.health.waitrules import CODED_KINDS, CONDITION_STATUSES, Match, WaitRule, as_text
 
 _REPO_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # a directory name under vendor/repos/, .cache/repos/
+_FIELD_PATH = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")  # a wait rule's field: status.phase
+_API_GROUP = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$")  # "" is the core group
 
 # Keys allowed at each level of the document. The comment says which ones are kfctl's own additions.
 # What shows a valid KfDef: init writes one, commented field by field (its --help shows none).
@@ -53,8 +56,14 @@ def example_hint(platform: str) -> str:
 
 TOP_KEYS = ("apiVersion", "kind", "metadata", "spec", "status")
 METADATA_KEYS = ("name", "namespace", "labels", "annotations")
-SPEC_KEYS = ("applications", "repos", "plugins", "version", "platform", "mirrors")  # platform, mirrors: ours
+SPEC_KEYS = ("applications", "repos", "plugins", "version", "platform", "mirrors", "waitRules")  # the last 3: ours
 MIRROR_KEYS = ("prefix", "location")
+WAIT_RULE_KEYS = ("apiGroup", "kind", "ready", "failed")  # ours, as kapp's waitRules
+WAIT_MATCH_KEYS = ("condition", "status", "field", "equals")
+WAIT_RULES_HINT = (
+    "docs/reference/kfdef.md (spec.waitRules) shows each field of a wait rule with an example, as "
+    "{apiGroup: db.example.com, kind: Database, ready: [{condition: Deployed}], failed: [{condition: Failed}]}"
+)
 APP_KEYS = ("name", "kustomizeConfig", "dependsOn", "enabled", "external", "adopt")  # all but the first two: ours
 KCONFIG_KEYS = ("repoRef", "overlays", "parameters")
 REPOREF_KEYS = ("name", "path")
@@ -309,6 +318,7 @@ class _Validator:
         apps = self.applications(spec, repos, platform)
         platform_params = self.platform_parameters(platform, plugins, apps)
         mirrors = self.mirrors(spec)
+        wait_rules = self.wait_rules(spec)
         return KfDef(
             path=self.path,
             api_version=api_version,
@@ -321,6 +331,7 @@ class _Validator:
             plugins=tuple(plugins),
             platform_parameters=platform_params,
             mirrors=tuple(mirrors),
+            wait_rules=tuple(wait_rules),
             notes=tuple(self.notes),
             legacy="platform" not in spec,
         )
@@ -396,6 +407,100 @@ class _Validator:
                 location = str(local if local.is_absolute() else (self.path.parent / local).resolve())
             mirrors.append(Mirror(prefix=prefix, location=location))
         return mirrors
+
+    def wait_rules(self, spec: Mapping[str, Any]) -> list[WaitRule]:
+        """spec.waitRules: for a custom kind, the conditions or fields that mean ready or failed
+        (kfctl.health.waitrules), each replacing kfctl's rule for its kind."""
+        rules: list[WaitRule] = []
+        seen: dict[tuple[str, str], int] = {}
+        said = len(self.p.items)
+        for path, item in self.items(spec, "waitRules", ("spec",)):
+            self.keys(item, WAIT_RULE_KEYS, path)
+            group = item.get("apiGroup")
+            if not isinstance(group, str) or not _API_GROUP.match(group):
+                self.p.add(
+                    (*path, "apiGroup") if "apiGroup" in item else path,
+                    "apiGroup is required: the kind's API group as its apiVersion starts (serving.kserve.io for "
+                    'serving.kserve.io/v1beta1), "" for the core group'
+                    if "apiGroup" not in item
+                    else must_be("", 'an API group (lowercase DNS name, or "" for the core group)', group),
+                )
+                group = None
+            kind = self.string(item, "kind", path, required=True)
+            ready = self.wait_matches(item, "ready", path)
+            failed = self.wait_matches(item, "failed", path)
+            if ready == failed == () and set(item) <= set(WAIT_RULE_KEYS):  # (a misspelt key is said already)
+                says = "give ready, failed or both, each a list of conditions or fields"
+                self.p.add(path, f"the rule for {kind or 'its kind'} says nothing: {says}")
+            if group is None or kind is None or ready is None or failed is None or not (ready or failed):
+                continue
+            if (group, kind) in CODED_KINDS:
+                self.p.add(
+                    (*path, "kind"),
+                    f"{kind} ({group or 'core'}) is judged by kfctl's own rule, which a wait rule cannot replace; "
+                    "remove the rule (wait rules are for custom resources)",
+                )
+                continue
+            if (group, kind) in seen:
+                first = self.p.doc.at((*path[:-1], seen[(group, kind)])).line
+                self.p.add((*path, "kind"), f"a second rule for {kind} ({group}); the first is at line {first}")
+                continue
+            seen[(group, kind)] = int(path[-1])
+            pos = self.p.doc.at(path)
+            rules.append(WaitRule(group, kind, ready, failed, source=f"{self.p.file}:{pos.line}:{pos.column}"))
+        if len(self.p.items) > said:
+            self.p.hints.append(WAIT_RULES_HINT)
+        return rules
+
+    def wait_matches(self, rule: Mapping[str, Any], key: str, path: FieldPath) -> tuple[Match, ...] | None:
+        """A rule's ready or failed matches; None when one of them is wrong (said)."""
+        raw = rule.get(key)
+        matches = []
+        for tpath, item in self.items(rule, key, path):
+            self.keys(item, WAIT_MATCH_KEYS, tpath)
+            matches.append(self.wait_match(item, tpath))
+        wrong = raw is not None and (not isinstance(raw, list) or len(matches) != len(raw) or None in matches)
+        return None if wrong else tuple(t for t in matches if t is not None)
+
+    def wait_match(self, item: Mapping[str, Any], path: FieldPath) -> Match | None:
+        if ("condition" in item) == ("field" in item):
+            self.p.add(
+                path,
+                "give condition (a status.conditions type, as Ready) or field (a dotted path, as status.phase), "
+                + ("not both" if "condition" in item else "one of them"),
+            )
+            return None
+        if "condition" in item:
+            name = self.string(item, "condition", path, required=True)
+            status = item.get("status", "True")
+            if isinstance(status, bool):
+                status = str(status)  # unquoted YAML true: the condition's "True"
+            if "equals" in item:
+                self.p.add((*path, "equals"), "equals goes with field; a condition's value is its status")
+                return None
+            if status not in CONDITION_STATUSES:
+                self.p.add(
+                    (*path, "status"),
+                    must_be("", f"one of {', '.join(CONDITION_STATUSES)}", status),
+                    choices=CONDITION_STATUSES,
+                    bad=_text(status),
+                )
+                return None
+            return Match(condition=name, status=status) if name else None
+        field_path = self.string(item, "field", path, required=True)
+        if field_path is not None and not _FIELD_PATH.match(field_path):
+            self.p.add((*path, "field"), f'"{field_path}" is not a dotted path of field names, as status.phase')
+            return None
+        if "status" in item:
+            self.p.add((*path, "status"), "status goes with condition; a field's value is given by equals")
+            return None
+        if "equals" not in item or isinstance(item["equals"], dict | list) or item["equals"] is None:
+            self.p.add(
+                (*path, "equals") if "equals" in item else path,
+                f"field {field_path} needs equals: the value (text, number or true/false) that means the verdict",
+            )
+            return None
+        return Match(field=field_path, equals=as_text(item["equals"])) if field_path else None
 
     def plugins(self, spec: Mapping[str, Any]) -> list[Plugin]:
         plugins: list[Plugin] = []

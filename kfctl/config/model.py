@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kfctl.health.waitrules import WaitRule
+
 BUILTIN_URI = "kfctl://catalog"
 API_GROUP = "kfdef.apps.kubeflow.org"
 SUPPORTED_VERSIONS = ("v1", "v1beta1")
@@ -83,6 +85,8 @@ class KfDef:
     # Values of the platform's parameters, taken from its plugin's spec.
     platform_parameters: dict[str, Any] = field(default_factory=dict)
     mirrors: tuple[Mirror, ...] = ()
+    # spec.waitRules: how the KfDef's own custom kinds are judged healthy, over kfctl's (kfctl.health.waitrules).
+    wait_rules: tuple[WaitRule, ...] = ()
     # What loading assumed for a person to know (a KfDef of kfctl v1 without a name is named after its directory).
     notes: tuple[str, ...] = ()
     # No spec.platform: a KfDef of kfctl v1 (today's kfctl writes one), whose repo trees were written for

@@ -263,6 +263,90 @@ FIELDS: tuple[FieldDoc, ...] = (
         "location: https://git.internal/github/",
     ),
     FieldDoc(
+        "spec.waitRules",
+        "list of mappings",
+        "`[]` (kfctl's own rules: cert-manager's kinds, APIService, InferenceService, TrainJob, Experiment and "
+        "the training operator's jobs)",
+        "kfctl",
+        "How kfctl tells that a custom resource is healthy or has failed, per kind, as kapp's `waitRules`: "
+        "`apply` waits for it, `status` reports it. A rule adds its kind or replaces kfctl's rule for it; the "
+        "kinds kfctl judges with code (Deployment, StatefulSet, DaemonSet, Job, CRD, Namespace, Service, "
+        "PersistentVolumeClaim) cannot be replaced. A kind without a rule is judged by kstatus' conventions "
+        "(`Ready`, `Stalled`, `Reconciling`). Judged in order: the controller has not observed the latest "
+        "generation → waiting; the first `failed` match that holds → failed; the first `ready` match → healthy; "
+        "else waiting.",
+        "waitRules:\n  - apiGroup: db.example.com\n    kind: Database\n    ready: [{condition: Deployed}]\n"
+        "    failed: [{condition: Failed}, {field: status.phase, equals: Error}]",
+    ),
+    FieldDoc(
+        "spec.waitRules[].apiGroup",
+        "string",
+        "required",
+        "kfctl",
+        'The kind\'s API group, as its apiVersion starts (`serving.kserve.io` of `serving.kserve.io/v1beta1`); `""` '
+        "for the core group.",
+        "apiGroup: db.example.com",
+    ),
+    FieldDoc("spec.waitRules[].kind", "string", "required", "kfctl", "The kind the rule judges.", "kind: Database"),
+    FieldDoc(
+        "spec.waitRules[].ready",
+        "list of mappings",
+        "`[]`",
+        "kfctl",
+        "Matches any of which means healthy. A rule needs `ready`, `failed` or both.",
+        "ready:\n  - condition: Deployed",
+    ),
+    FieldDoc(
+        "spec.waitRules[].ready[].condition",
+        "string",
+        "none: give `condition` or `field`",
+        "kfctl",
+        "A type of the object's `status.conditions`; the match holds when that condition's status is `status`.",
+        "condition: Deployed",
+    ),
+    FieldDoc(
+        "spec.waitRules[].ready[].status",
+        "`True`, `False` or `Unknown`",
+        "`True`",
+        "kfctl",
+        "The condition's status that makes the match hold (only with `condition`).",
+        'status: "True"',
+    ),
+    FieldDoc(
+        "spec.waitRules[].ready[].field",
+        "string (a dotted path)",
+        "none: give `condition` or `field`",
+        "kfctl",
+        "A field of the object, as `status.phase`; the match holds when its value is `equals`.",
+        "field: status.phase",
+    ),
+    FieldDoc(
+        "spec.waitRules[].ready[].equals",
+        "string, number or boolean",
+        "required with `field`",
+        "kfctl",
+        "The field's value that makes the match hold, compared as text (`1` matches the number 1).",
+        "equals: Running",
+    ),
+    FieldDoc(
+        "spec.waitRules[].failed",
+        "list of mappings",
+        "`[]`",
+        "kfctl",
+        "Matches any of which means failed: `apply` stops waiting and reports the object's message. Their fields "
+        "are `ready[]`'s: `condition` (with `status`) or `field` (with `equals`).",
+        "failed:\n  - condition: Failed",
+    ),
+    *(
+        FieldDoc(f"spec.waitRules[].failed[].{name}", kind, default, "kfctl", f"As `ready[].{name}`.", example)
+        for name, kind, default, example in (
+            ("condition", "string", "none: give `condition` or `field`", "condition: Failed"),
+            ("status", "`True`, `False` or `Unknown`", "`True`", 'status: "True"'),
+            ("field", "string (a dotted path)", "none: give `condition` or `field`", "field: status.phase"),
+            ("equals", "string, number or boolean", "required with `field`", "equals: Error"),
+        )
+    ),
+    FieldDoc(
         "spec.plugins",
         "list of mappings",
         "`[]`",
@@ -315,6 +399,9 @@ def accepted_paths() -> tuple[str, ...]:
         (f"{app}.kustomizeConfig.parameters[]", loader.PARAM_KEYS),
         ("spec.repos[]", loader.REPO_KEYS),
         ("spec.mirrors[]", loader.MIRROR_KEYS),
+        ("spec.waitRules[]", loader.WAIT_RULE_KEYS),
+        ("spec.waitRules[].ready[]", loader.WAIT_MATCH_KEYS),
+        ("spec.waitRules[].failed[]", loader.WAIT_MATCH_KEYS),
         ("spec.plugins[]", loader.PLUGIN_KEYS),
     )
     return tuple(f"{parent}.{key}" if parent else key for parent, keys in levels for key in keys)

@@ -11,6 +11,7 @@ from typing import Any
 from kfctl.health.model import Health, condition, explain, failed, progressing, ready, status_of
 from kfctl.health.pods import pod_problems
 from kfctl.health.registry import BUILTIN_GROUPS, health_of
+from kfctl.health.waitrules import SHIPPED, WaitRules
 from kfctl.health.webhook import BackendFacts, previous_rollout_pods, webhook_backend
 from kfctl.k8s.api import ApiError, Cluster, NoKindMatch, Unreachable
 from kfctl.k8s.errors import Forbidden
@@ -39,11 +40,13 @@ def age_seconds(obj: Obj) -> float:
     return (datetime.now(timezone.utc) - created).total_seconds()
 
 
-def object_health(cluster: Cluster, live: Obj) -> Health:
+def object_health(cluster: Cluster, live: Obj, *, wait_rules: WaitRules = SHIPPED) -> Health:
+    """The rule of the object's kind (``wait_rules``: how custom kinds are judged) on ``live``, with what else
+    the rule needs read from the cluster."""
     wfc = False
     if live.get("kind") == "PersistentVolumeClaim" and (live.get("status") or {}).get("phase") != "Bound":
         wfc = _wait_for_first_consumer(cluster, live)
-    health = health_of(live, age_seconds=age_seconds(live), wait_for_first_consumer=wfc)
+    health = health_of(live, age_seconds=age_seconds(live), wait_for_first_consumer=wfc, wait_rules=wait_rules)
     if health.state == "progressing" and not status_of(live) and _kind_holds_no_status(cluster, live):
         # apply does not wait for such kinds (plan.statusless); status and check must not either.
         return ready("applied (its CRD has no status for a controller to report)")
@@ -77,7 +80,7 @@ def _wait_for_first_consumer(cluster: Cluster, pvc: Obj) -> bool:
     return False
 
 
-def backend_health(cluster: Cluster, backend: WebhookBackend) -> Health:
+def backend_health(cluster: Cluster, backend: WebhookBackend, *, wait_rules: WaitRules = SHIPPED) -> Health:
     ca_set = True
     admission: list[dict[str, Any]] = []  # the admission webhooks served here, to ask once all else is ready
     for config_key, hook_name in backend.configs:
@@ -101,7 +104,9 @@ def backend_health(cluster: Cluster, backend: WebhookBackend) -> Health:
             live_cert = get_key(cluster, backend.certificate)
         except NoKindMatch:  # cert-manager's CRD is missing: say so instead of failing the probe
             live_cert = None
-        certificate = object_health(cluster, live_cert) if live_cert else progressing("does not exist")
+        certificate = (
+            object_health(cluster, live_cert, wait_rules=wait_rules) if live_cert else progressing("does not exist")
+        )
     service_exists, ready_endpoints = True, 0
     old_pods: tuple[str, ...] = ()
     if backend.service is not None:

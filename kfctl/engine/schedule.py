@@ -165,7 +165,7 @@ class Run:
         self.dependents = plan.dependents()
         height = heights(plan, self.order, self.dependents)
         steps = [plan.steps[sid] for sid in self.order]
-        self.tracks = {s.id: Track(s, engine_step(s), i, height[s.id]) for i, s in enumerate(steps)}
+        self.tracks = {s.id: Track(s, engine_step(s, plan.wait_rules), i, height[s.id]) for i, s in enumerate(steps)}
         self.remaining = len(self.order)
         self.candidates: list[tuple[int, int]] = []  # heap: (-height, index) of pending steps worth a look
         self.queued: set[int] = set()

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 from kfctl.engine.probe import backend_health, external_health, object_health
 from kfctl.health.model import Health, progressing, ready
+from kfctl.health.waitrules import SHIPPED, WaitRules
 from kfctl.k8s.api import Cluster
 from kfctl.objects import Obj, ObjectKey
 from kfctl.plan.graph import (
@@ -89,6 +90,7 @@ class ObjectStep(_Typed):
     """An object of the bundle: applied, then waited on when its kind has a health rule (``step.wait``)."""
 
     step: PlannedObject
+    rules: WaitRules = SHIPPED  # how a custom kind is judged (the plan's)
 
     @property
     def key(self) -> ObjectKey:
@@ -110,9 +112,13 @@ class ObjectStep(_Typed):
         live = cluster.get(res.api_version, self.key.kind, namespace=self.key.namespace, name=self.key.name)
         return self.judge(cluster, live) if live is not None else progressing(NOT_FOUND)
 
-    def judge(self, cluster: Cluster, live: Obj) -> Health:
+    def health(self, cluster: Cluster, live: Obj) -> Health:
         """Its kind's health rule on ``live``."""
-        h = object_health(cluster, live)
+        return object_health(cluster, live, wait_rules=self.rules)
+
+    def judge(self, cluster: Cluster, live: Obj) -> Health:
+        """Its kind's health rule on ``live``; a CRD found ready is served from now on."""
+        h = self.health(cluster, live)
         if h.ready:
             self.served(cluster)
         return h
@@ -139,13 +145,14 @@ class BackendWait(_Waited):
     """A webhook's backend: ready when the API server can call it."""
 
     step: PlannedBackend
+    rules: WaitRules = SHIPPED  # how its Certificate is judged (the plan's)
 
     @property
     def backend(self) -> WebhookBackend:
         return self.step.backend
 
     def check(self, cluster: Cluster) -> Health:
-        return backend_health(cluster, self.backend)
+        return backend_health(cluster, self.backend, wait_rules=self.rules)
 
     def reads(self) -> frozenset[Kind]:
         b = self.backend
@@ -185,14 +192,14 @@ class ApplicationGate(_Typed):
 EngineStep = ObjectStep | BackendWait | ExternalWait | ApplicationGate
 
 
-def engine_step(step: Step) -> EngineStep:
-    """The engine's step for a plan's step (mypy checks that every type of step is met: a
-    new one is a missing return here)."""
+def engine_step(step: Step, rules: WaitRules = SHIPPED) -> EngineStep:
+    """The engine's step for a plan's step, judging custom kinds by ``rules`` (mypy checks that every type of
+    step is met: a new one is a missing return here)."""
     match step:
         case PlannedObject():
-            return ObjectStep(step)
+            return ObjectStep(step, rules)
         case PlannedBackend():
-            return BackendWait(step)
+            return BackendWait(step, rules)
         case PlannedExternal():
             return ExternalWait(step)
         case PlannedGate():

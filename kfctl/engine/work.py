@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from kfctl.engine import drift, labels
-from kfctl.engine.probe import object_health
 from kfctl.engine.steps import NOT_FOUND, EngineStep, ObjectStep
 from kfctl.health.model import Health, progressing
 from kfctl.k8s.api import Cluster
@@ -191,7 +190,7 @@ class Workers:
         if not step.step.wait:
             return None
         try:
-            h = object_health(self.cluster, live)
+            h = step.health(self.cluster, live)
         except Exception:  # a probe problem here must not count as a failed apply; the poll will see it
             return None
         if h.ready:
@@ -213,5 +212,5 @@ class Workers:
         out: dict[str, Health] = {}
         for step in steps:
             live = by_name.get(step.key.name)
-            out[step.step.id] = object_health(self.cluster, live) if live else progressing(NOT_FOUND)
+            out[step.step.id] = step.health(self.cluster, live) if live else progressing(NOT_FOUND)
         return out

@@ -1,12 +1,14 @@
-"""Which rule judges which kind: a table, so "how does kfctl decide X is healthy?" has one answer."""
+"""Which rule judges which kind: a table, so "how does kfctl decide X is healthy?" has one answer.
+
+A kind is judged by its function here (``RULES``: what takes more than a condition), else by its wait rule
+(kfctl.health.waitrules: kfctl's, or the KfDef's ``spec.waitRules``), else as a built-in kind (applied is
+healthy) or a custom resource (kstatus' conditions, kfctl.health.custom)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kfctl.health.apiservice import apiservice
-from kfctl.health.certmanager import certmanager
 from kfctl.health.crd import crd
 from kfctl.health.custom import custom_resource
 from kfctl.health.daemonset import daemonset
@@ -17,6 +19,7 @@ from kfctl.health.namespace import namespace
 from kfctl.health.pvc import pvc
 from kfctl.health.service import service
 from kfctl.health.statefulset import statefulset
+from kfctl.health.waitrules import SHIPPED, WaitRules
 
 Rule = Callable[[Mapping[str, Any]], Health]
 
@@ -27,10 +30,6 @@ RULES: dict[tuple[str, str], Rule] = {
     ("apps", "StatefulSet"): statefulset,
     ("apps", "DaemonSet"): daemonset,
     ("batch", "Job"): job,
-    ("apiregistration.k8s.io", "APIService"): apiservice,
-    ("cert-manager.io", "Certificate"): certmanager,
-    ("cert-manager.io", "Issuer"): certmanager,
-    ("cert-manager.io", "ClusterIssuer"): certmanager,
     ("", "Service"): service,
 }
 
@@ -64,11 +63,17 @@ BUILTIN_GROUPS = frozenset(
 WAITED_KINDS = frozenset(RULES) | {("", "PersistentVolumeClaim")}
 
 
-def needs_wait(group: str, kind: str) -> bool:
-    return (group, kind) in WAITED_KINDS or group not in BUILTIN_GROUPS
+def needs_wait(group: str, kind: str, wait_rules: WaitRules = SHIPPED) -> bool:
+    return (group, kind) in WAITED_KINDS or (group, kind) in wait_rules.kinds() or group not in BUILTIN_GROUPS
 
 
-def health_of(obj: Mapping[str, Any], *, age_seconds: float, wait_for_first_consumer: bool = False) -> Health:
+def health_of(
+    obj: Mapping[str, Any],
+    *,
+    age_seconds: float,
+    wait_for_first_consumer: bool = False,
+    wait_rules: WaitRules = SHIPPED,
+) -> Health:
     """Judge a live object with the rule for its kind."""
     api_version = str(obj.get("apiVersion", ""))
     group = api_version.split("/", 1)[0] if "/" in api_version else ""
@@ -76,6 +81,9 @@ def health_of(obj: Mapping[str, Any], *, age_seconds: float, wait_for_first_cons
     rule = RULES.get((group, kind))
     if rule is not None:
         return rule(obj)
+    data = wait_rules.get(group, kind)
+    if data is not None:
+        return data.judge(obj)
     if (group, kind) == ("", "PersistentVolumeClaim"):
         return pvc(obj, wait_for_first_consumer=wait_for_first_consumer)
     if group in BUILTIN_GROUPS:

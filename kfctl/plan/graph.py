@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Literal
 from kfctl import ordering
 from kfctl.errors import PlanError
 from kfctl.health.registry import needs_wait
+from kfctl.health.waitrules import SHIPPED, WaitRules
 from kfctl.objects import Obj, ObjectKey, key_of, meta_of
 from kfctl.plan import rules
 from kfctl.plan.duplicates import Copy
@@ -140,6 +141,8 @@ class Plan:
     # Workload step id → the custom resources whose status its ServiceAccount writes (they become Ready when it
     # runs): no edge, only a weight for kfctl.plan.priority (see kfctl.plan.operands).
     drives: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # How each custom kind's health is judged: kfctl's wait rules with the KfDef's spec.waitRules over them.
+    wait_rules: WaitRules = SHIPPED
 
     def objects(self) -> list[PlannedObject]:
         return [s for s in self.steps.values() if isinstance(s, PlannedObject)]
@@ -199,6 +202,7 @@ def build_plan(
     copies: Sequence[Copy] = (),
     generated: Iterable[ObjectKey] = (),
     replaced: Iterable[ObjectKey] = (),
+    wait_rules: WaitRules = SHIPPED,
 ) -> Plan:
     """The plan for applying every application's objects; ``depends_on`` maps application → applications.
     ``externals`` are applications the cluster provides: one check step each, which dependents wait for.
@@ -207,7 +211,9 @@ def build_plan(
     Raises PlanError on a dependency cycle, printing it.
     """
     plan = Plan(
-        generated=frozenset(object_id(k) for k in generated), replaced=frozenset(object_id(k) for k in replaced)
+        generated=frozenset(object_id(k) for k in generated),
+        replaced=frozenset(object_id(k) for k in replaced),
+        wait_rules=wait_rules,
     )
     by_key: dict[ObjectKey, PlannedObject] = {}
     for check in externals:
@@ -220,7 +226,7 @@ def build_plan(
         plan.applications.append(Application(app, tuple(d for d in depends_on.get(app, ()) if d != app)))
         for obj in objs:
             key = key_of(obj)
-            wait = needs_wait(key.group, key.kind) and (key.group, key.kind) not in statusless
+            wait = needs_wait(key.group, key.kind, wait_rules) and (key.group, key.kind) not in statusless
             planned = PlannedObject(object_id(key), app, key, obj, wait)
             plan.steps[planned.id] = planned
             plan.deps[planned.id] = []
