@@ -10,6 +10,7 @@ from typing import cast
 import pytest
 import yaml
 
+from kfctl.app.argocd_settings import HEALTH_CHECKS
 from kfctl.app.bundle import Bundle
 from kfctl.catalog.model import Catalog
 from kfctl.config.loader import WAIT_RULES_HINT, parse_kfdef
@@ -404,3 +405,16 @@ def test_a_bad_rule_is_refused_where_it_is_written(rules: str, expected: list[st
         load_rules(rules, catalog)
     assert info.value.details == expected
     assert info.value.hint is not None and info.value.hint.startswith(WAIT_RULES_HINT)
+
+
+def test_the_argo_cd_export_judges_kubeflows_kinds_by_the_same_rules() -> None:
+    """kfctl apply and Argo CD syncing kfctl's export wait for the same conditions (kfctl.app.argocd_settings)."""
+    lua = HEALTH_CHECKS[("trainer.kubeflow.org", "TrainJob")]
+    assert 'if c.type == "Failed" then' in lua and 'elseif c.type == "Complete" then' in lua
+    kubeflow = {(r.group, r.kind) for r in SHIPPED if r.group.endswith("kubeflow.org")}
+    assert kubeflow == {
+        ("trainer.kubeflow.org", "TrainJob"),
+        ("kubeflow.org", "Experiment"),
+        *(("kubeflow.org", k) for k in ("PyTorchJob", "TFJob", "XGBoostJob", "MPIJob", "PaddleJob", "JAXJob")),
+    }
+    assert kubeflow <= set(HEALTH_CHECKS)

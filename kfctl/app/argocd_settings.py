@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from kfctl.health.waitrules import SHIPPED, WaitRule
 from kfctl.objects import Obj, key_of
 
 CONFIGMAP = "argocd-cm"
@@ -138,17 +139,24 @@ end
 return hs
 """
 
+
+def _said_by_conditions(rule: WaitRule) -> bool:
+    """Whether Argo CD's Lua for ``rule`` is _CONDITIONS: every match a condition that holds when True."""
+    return all(m.condition and m.status == "True" for m in (*rule.ready, *rule.failed))
+
+
 HEALTH_CHECKS: dict[tuple[str, str], str] = {
     ("argoproj.io", "Application"): _APPLICATION,
     ("kubeflow.org", "Profile"): _PROFILE,
     ("kubeflow.org", "Notebook"): _NOTEBOOK,
-    # Kubeflow Trainer v2's TrainJob and Katib's Experiment: Complete/Succeeded, Failed.
-    ("trainer.kubeflow.org", "TrainJob"): _conditions("waiting for the TrainJob", ["Complete"], ["Failed"]),
-    ("kubeflow.org", "Experiment"): _conditions("waiting for the Experiment", ["Succeeded"], ["Failed"]),
-    # The training operator's jobs (kubeflow.org/v1): Succeeded, Failed.
+    # Kubeflow's kinds kfctl judges by a wait rule (kfctl.health.waitrules: Trainer v2's TrainJob Complete/Failed,
+    # Katib's Experiment and the training operator's jobs Succeeded/Failed), in Argo CD's words: the same rule.
     **{
-        ("kubeflow.org", kind): _conditions(f"waiting for the {kind}", ["Succeeded"], ["Failed"])
-        for kind in ("PyTorchJob", "TFJob", "XGBoostJob", "MPIJob", "PaddleJob", "JAXJob")
+        (r.group, r.kind): _conditions(
+            f"waiting for the {r.kind}", [m.condition for m in r.ready], [m.condition for m in r.failed]
+        )
+        for r in SHIPPED
+        if r.group.endswith("kubeflow.org") and _said_by_conditions(r)
     },
 }
 

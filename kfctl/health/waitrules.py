@@ -156,7 +156,7 @@ CODED_KINDS = frozenset(
 
 _TRAINING_OPERATOR_JOBS = ("PyTorchJob", "TFJob", "XGBoostJob", "MPIJob", "PaddleJob", "JAXJob")
 
-# The same kinds and conditions as the Lua health checks kfctl's Argo CD export writes (kfctl.app.argocd_settings).
+# The Kubeflow kinds among them are what kfctl's Argo CD export writes as Lua health checks too (argocd_settings).
 SHIPPED = WaitRules(
     [
         # cert-manager: Ready=False is normal while issuing; the engine's wait timeout turns a lasting False into
