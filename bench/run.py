@@ -1,4 +1,4 @@
-"""kfctl's benchmarks, B1 to B9, each measured against its peer in the same run; prints a table of ratios.
+"""kfctl's benchmarks, B1 to B10, each measured against its peer in the same run; prints a table of ratios.
 
     .venv/bin/python bench/run.py [--runs 3] [--only B1,…,B9] [--sizes 500,2000,5000] [--json FILE]
 
@@ -25,6 +25,7 @@ import signal
 import statistics
 import sys
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ from benchlib import RequestCount, Samples, log, setup_path
 
 from kfctl.plan.latency import bucket_labels
 
+Row = tuple[str, str, str, str, str, str, str]  # benchmark, kfctl, peer, ratio, goal, verdict, notes
 ALL = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B9", "B10")
 
 
@@ -52,11 +54,19 @@ def ratio(ours: Samples | list[float], peer: Samples | list[float]) -> str:
     return f"{med:.2f}× [{min(per_run):.2f}–{max(per_run):.2f}]"
 
 
+def versus(
+    benchmark: str, ours: tuple[str, Samples], peer: tuple[str, Samples], goal: str, met: str, notes: str
+) -> Row:
+    """A row setting kfctl's seconds beside a peer's: each side's median [min-max] and the ratio of the two."""
+    (label, a), (peer_label, b) = ours, peer
+    return (benchmark, f"{label}: {a.describe()} s", f"{peer_label}: {b.describe()} s", ratio(a, b), goal, met, notes)
+
+
 def verdict(ok: bool) -> str:
     return "met" if ok else "MISSED"
 
 
-def platform_vs_kapp(p: bench_platform.PlatformFigures, what: str) -> list[tuple[str, str, str, str, str, str, str]]:
+def platform_vs_kapp(p: bench_platform.PlatformFigures, what: str) -> list[Row]:
     """B6 and B6': kfctl's first apply and no-op re-apply against kapp deploy's, with requests from the audit log."""
 
     def requests(counts: list[RequestCount]) -> str:
@@ -88,9 +98,7 @@ def platform_vs_kapp(p: bench_platform.PlatformFigures, what: str) -> list[tuple
     ]
 
 
-def readiness_rows(
-    p: bench_platform.PlatformFigures, label: str, what: str, *, with_kapp: bool
-) -> list[tuple[str, str, str, str, str, str, str]]:
+def readiness_rows(p: bench_platform.PlatformFigures, label: str, what: str, *, with_kapp: bool) -> list[Row]:
     """Goal L (issue 32): each side's overhead over the readiness critical path the API server recorded
     (bench/readiness_path.py), and goal S: kfctl's scheduling latency, p50/p95/max per run."""
 
@@ -143,7 +151,20 @@ def latency_histogram(p: bench_platform.PlatformFigures) -> str:
     return f"steps per bucket over {runs} run(s): {buckets or '-'}; over 0.5 s by cause: {causes}"
 
 
-def main() -> int:
+PLATFORM = frozenset({"B1", "B2", "B3", "B6", "B7", "B9"})  # measured together on the full catalog (bench_platform.py)
+
+
+@dataclass
+class Report:
+    """What the benchmarks asked for produce: the table's rows, the notes under it, every sample (for --json)."""
+
+    rows: list[Row] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    record: dict[str, Any] = field(default_factory=dict)
+
+
+def parse_args() -> tuple[argparse.Namespace, set[str], list[int]]:
+    """The command line: the options, the benchmarks asked for (--only) and B4's sizes."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3, help="runs per benchmark (medians need ≥ 3)")
     parser.add_argument("--only", default=",".join(ALL), help=f"comma-separated subset of {','.join(ALL)}")
@@ -154,230 +175,278 @@ def main() -> int:
     unknown = only - set(ALL)
     if unknown:
         parser.error(f"unknown benchmark(s) {', '.join(sorted(unknown))}; choose from {', '.join(ALL)}")
-    sizes = [int(s) for s in args.sizes.split(",")]
+    return args, only, [int(s) for s in args.sizes.split(",")]
+
+
+def main() -> int:
+    """Each benchmark asked for measures and adds its rows, in the order below; then the table is printed."""
+    args, only, sizes = parse_args()
     bins = setup_path()
     log(f"binaries from {bins}; {args.runs} run(s) of {', '.join(sorted(only))}")
-
-    rows: list[tuple[str, str, str, str, str, str, str]] = []
-    notes: list[str] = []
-    record: dict[str, Any] = {"runs": args.runs}
+    report = Report(record={"runs": args.runs})
     with tempfile.TemporaryDirectory(prefix="kfctl-bench-") as tmp:
         root = Path(tmp)
-        if only & {"B1", "B2", "B3", "B6", "B7", "B9"}:
-            p = bench_platform.measure(
-                root,
-                runs=args.runs,
-                with_b1="B1" in only,
-                with_b2="B2" in only,
-                with_b6="B6" in only,
-                with_b9="B9" in only,
-            )
-            record["platform"] = {k: getattr(v, "values", v) for k, v in p.__dict__.items()}
-            what = f"full catalog, {p.objects} objects"
-            if "B1" in only:
-                ok = statistics.median(p.kfctl.values) / statistics.median(p.upstream.values) <= 0.5
-                rows.append(
-                    (
-                        "B1 all-healthy, fresh cluster",
-                        f"kfctl apply: {p.kfctl.describe()} s",
-                        f"upstream loop + wait: {p.upstream.describe()} s",
-                        ratio(p.kfctl, p.upstream),
-                        "≤ 0.5×",
-                        verdict(ok),
-                        what,
-                    )
-                )
-                notes.append(
-                    f"B1 upstream passes per run: {p.upstream_passes}; first pass: {'; '.join(p.upstream_first_errors)}"
-                )
-            if "B2" in only:
-                ok = statistics.median(p.kfctl.values) / statistics.median(p.presorted.values) <= 0.45
-                rows.append(
-                    (
-                        "B2 raw apply",
-                        f"kfctl apply: {p.kfctl.describe()} s",
-                        f"kubectl, CRDs first: {p.presorted.describe()} s",
-                        ratio(p.kfctl, p.presorted),
-                        "≤ 0.45×",
-                        verdict(ok),
-                        what,
-                    )
-                )
-                notes.append(f"B2 kubectl passes of rest.yaml per run: {p.presorted_passes}")
-                notes.append(
-                    f"B2 kfctl's last object applied at {p.kfctl_applied.describe()} s after start "
-                    f"(ratio to peer {ratio(p.kfctl_applied, p.presorted)}); the rest is waiting for health"
-                )
-            if "B3" in only:
-                ok = statistics.median(p.reapply_ratio.values) <= 0.3 and all(w == 0 for w in p.reapply_writes)
-                rows.append(
-                    (
-                        "B3 no-op re-apply",
-                        f"re-apply: {p.reapply.describe()} s, writes {p.reapply_writes}",
-                        f"first apply: {p.kfctl.describe()} s, writes {p.first_writes}",
-                        ratio(p.reapply, p.kfctl),
-                        "≤ 0.3×, 0 writes",
-                        verdict(ok),
-                        what,
-                    )
-                )
-            if "B6" in only:
-                rows += platform_vs_kapp(p, what)
-            if only & {"B1", "B6"}:
-                rows += readiness_rows(p, "L", what, with_kapp="B6" in only)
-            if only & {"B6", "B7"}:
-                per_object = [r.total / p.objects for r in p.kfctl_requests]
-                rows.append(
-                    (
-                        "B7 requests per object",
-                        f"first apply: {Samples(per_object).describe()} "
-                        f"({Samples([float(r.total) for r in p.kfctl_requests]).describe('{:.0f}')} requests)",
-                        f"writes {[r.writes for r in p.kfctl_requests]}; by verb {p.kfctl_requests[-1].by_verb}; "
-                        f"scheduling latency (last dependency ready → applied) median "
-                        f"{p.scheduling_median.describe('{:.3f}')} s, max {p.scheduling_max.describe('{:.3f}')} s",
-                        "",
-                        "≤ 1.3",
-                        verdict(statistics.median(per_object) <= 1.3),
-                        f"{what}; counted in the API server's audit log",
-                    )
-                )
-            if "B9" in only:
-                ok = statistics.median(p.check.values) < 5.0
-                rows.append(
-                    (
-                        "B9 check, installed",
-                        f"kfctl check: {p.check.describe()} s",
-                        f"kubectl wait + dry runs: {p.check_peer.describe()} s",
-                        ratio(p.check, p.check_peer),
-                        "< 5 s",
-                        verdict(ok),
-                        f"{what}; verdicts {p.check_verdicts}",
-                    )
-                )
+        if only & PLATFORM:
+            platform_benchmarks(root, only, runs=args.runs, report=report)
         if "B4" in only:
-            s = bench_scale.measure(root, runs=args.runs, sizes=sizes)
-            record["scale"] = {
-                str(n): {
-                    "generate": s.generate[n].values,
-                    "generate_ms_per_object": s.generate_ms[n].values,
-                    "generate_rss_mb": s.generate_rss_mb[n].values,
-                    "apply": s.apply[n].values,
-                    "per_object_ms": s.per_object_ms[n].values,
-                    "rss_mb": s.rss_mb[n].values,
-                    "requests": s.requests.get(n),
-                }
-                for n in sizes
-            }
-            small, big = min(sizes), max(sizes)
-            linear = s.per_object_ms[big].median / s.per_object_ms[small].median
-            gen_linear = s.generate_ms[big].median / s.generate_ms[small].median
-            rss_goal = 400 if big >= 20_000 else 300
-            for n in sizes:
-                rows.append(
-                    (
-                        f"B4 scale {n:,} objects",
-                        f"apply {s.apply[n].describe('{:.1f}')} s = {s.per_object_ms[n].describe('{:.1f}')} ms/obj",
-                        f"peak RSS {s.rss_mb[n].describe('{:.0f}')} MB",
-                        f"{s.per_object_ms[n].median / s.per_object_ms[small].median:.2f}× ms/obj of {small:,}",
-                        f"≤ 1.25×; ≤ {rss_goal} MB" if n == big else "",
-                        verdict(linear <= 1.25 and s.rss_mb[big].median <= rss_goal) if n == big else "",
-                        f"generate {s.generate[n].describe()} s = {s.generate_ms[n].describe()} ms/obj "
-                        f"({s.generate_ms[n].median / s.generate_ms[small].median:.2f}× of {small:,}), "
-                        f"peak RSS {s.generate_rss_mb[n].describe('{:.0f}')} MB"
-                        + (f"; goal ≤ 1.5×: {verdict(gen_linear <= 1.5)}" if n == big else ""),
-                    )
-                )
+            scale_benchmark(root, runs=args.runs, sizes=sizes, report=report)
         if "B5" in only:
-            g = bench_generate.measure(root, runs=args.runs)
-            record["generate"] = g.__dict__
-            cold = statistics.median(g.ours) / statistics.median(g.peer)
-            one = statistics.median(g.one_change) / statistics.median(g.peer)
-            rows.append(
-                (
-                    "B5 generate, cold",
-                    f"kfctl generate: {Samples(g.ours).describe()} s",
-                    f"kustomize build × {g.applications}: {Samples(g.peer).describe()} s",
-                    ratio(g.ours, g.peer),
-                    "≤ 1.1×",
-                    verdict(cold <= 1.1),
-                    f"{g.kustomize}; render cache removed first",
-                )
-            )
-            rows.append(
-                (
-                    "B5 generate, one parameter",
-                    f"kfctl generate: {Samples(g.one_change).describe()} s",
-                    f"kustomize build × {g.applications}: {Samples(g.peer).describe()} s",
-                    ratio(g.one_change, g.peer),
-                    "≤ 0.3×",
-                    verdict(one <= 0.3),
-                    f"{bench_generate.CHANGED_APP} {bench_generate.CHANGED_PARAMETER} changed, render cache warm",
-                )
-            )
-        if "B10" in only:  # bench/bench_full_platform.py
-            full = bench_full_platform.measure(root, runs=args.runs)
-            f10 = full.figs
-            record["full_platform"] = {k: getattr(v, "values", v) for k, v in f10.__dict__.items()}
-            what = f"upstream v1.11.0 full platform, {full.objects} objects, {full.applications} applications"
-            loop = statistics.median(f10.kfctl.values) / statistics.median(f10.upstream.values)
-            vs_kapp = statistics.median(f10.kfctl.values) / statistics.median(f10.kapp.values)
-            rows.append(
-                (
-                    "B10 full platform vs upstream loop",
-                    f"kfctl apply: {f10.kfctl.describe()} s",
-                    f"upstream loop + wait: {f10.upstream.describe()} s",
-                    ratio(f10.kfctl, f10.upstream),
-                    "≤ 0.3×",
-                    verdict(loop <= 0.3),
-                    f"{what}; loop passes {f10.upstream_passes}",
-                )
-            )
-            rows.append(
-                (
-                    "B10 full platform vs kapp",
-                    f"kfctl apply: {f10.kfctl.describe()} s",
-                    f"kapp deploy: {f10.kapp.describe()} s",
-                    ratio(f10.kfctl, f10.kapp),
-                    "≤ 0.5×",
-                    verdict(vs_kapp <= 0.5),
-                    f"{what}; kfctl re-apply {f10.reapply.describe()} s, writes {f10.reapply_writes}",
-                )
-            )
-            rows += readiness_rows(f10, "B10", what, with_kapp=True)
-        if "B8" in only:  # bench/bench_gitops.py
-            f = bench_gitops.measure(root, runs=args.runs)
-            record["gitops"] = {k: getattr(v, "values", v) for k, v in f.__dict__.items()}
-            what = f"default kind platform, {f.objects} objects, {f.kustomizations} Kustomizations"
-            peers = (
-                ("Flux, its defaults", "kfctl export + Flux", f.flux),
-                ("Flux, --requeue-dependency=5s", "kfctl export + Flux", f.flux_fast),
-                ("Argo CD, resync 20 s", "kfctl export + Argo CD", f.argocd),
-            )
-            for label, peer, samples in peers:
-                rows.append(
-                    (
-                        f"B8 all-Ready vs {label}",
-                        f"kfctl apply: {f.kfctl.describe()} s",
-                        f"{peer}: {samples.describe()} s",
-                        ratio(f.kfctl, samples),
-                        "none set",
-                        "",
-                        what,
-                    )
-                )
+            generate_benchmark(root, runs=args.runs, report=report)
+        if "B10" in only:
+            full_platform_benchmark(root, runs=args.runs, report=report)
+        if "B8" in only:
+            gitops_benchmark(root, runs=args.runs, report=report)
+    print_table(report, runs=args.runs)
+    if args.json:
+        args.json.write_text(json.dumps(report.record, indent=2, default=str))
+    return 0
 
+
+def platform_benchmarks(root: Path, only: set[str], *, runs: int, report: Report) -> None:
+    """B1, B2, B3, B6, B7, B9 and L: one measurement of the full catalog (bench_platform.py), a row per benchmark."""
+    p = bench_platform.measure(
+        root,
+        runs=runs,
+        with_b1="B1" in only,
+        with_b2="B2" in only,
+        with_b6="B6" in only,
+        with_b9="B9" in only,
+    )
+    report.record["platform"] = {k: getattr(v, "values", v) for k, v in p.__dict__.items()}
+    what = f"full catalog, {p.objects} objects"
+    if "B1" in only:
+        b1_row(p, what, report)
+    if "B2" in only:
+        b2_rows(p, what, report)
+    if "B3" in only:
+        b3_row(p, what, report)
+    if "B6" in only:
+        report.rows += platform_vs_kapp(p, what)
+    if only & {"B1", "B6"}:
+        report.rows += readiness_rows(p, "L", what, with_kapp="B6" in only)
+    if only & {"B6", "B7"}:
+        b7_row(p, what, report)
+    if "B9" in only:
+        b9_row(p, what, report)
+
+
+def b1_row(p: bench_platform.PlatformFigures, what: str, report: Report) -> None:
+    """B1: time to all-healthy against upstream's apply loop."""
+    ok = statistics.median(p.kfctl.values) / statistics.median(p.upstream.values) <= 0.5
+    report.rows.append(
+        versus(
+            "B1 all-healthy, fresh cluster",
+            ("kfctl apply", p.kfctl),
+            ("upstream loop + wait", p.upstream),
+            "≤ 0.5×",
+            verdict(ok),
+            what,
+        )
+    )
+    report.notes.append(
+        f"B1 upstream passes per run: {p.upstream_passes}; first pass: {'; '.join(p.upstream_first_errors)}"
+    )
+
+
+def b2_rows(p: bench_platform.PlatformFigures, what: str, report: Report) -> None:
+    """B2: the same apply against one kubectl apply of the bundle, CRDs first."""
+    ok = statistics.median(p.kfctl.values) / statistics.median(p.presorted.values) <= 0.45
+    report.rows.append(
+        versus(
+            "B2 raw apply",
+            ("kfctl apply", p.kfctl),
+            ("kubectl, CRDs first", p.presorted),
+            "≤ 0.45×",
+            verdict(ok),
+            what,
+        )
+    )
+    report.notes.append(f"B2 kubectl passes of rest.yaml per run: {p.presorted_passes}")
+    report.notes.append(
+        f"B2 kfctl's last object applied at {p.kfctl_applied.describe()} s after start "
+        f"(ratio to peer {ratio(p.kfctl_applied, p.presorted)}); the rest is waiting for health"
+    )
+
+
+def b3_row(p: bench_platform.PlatformFigures, what: str, report: Report) -> None:
+    """B3: a no-op re-apply against the first apply, and its writes."""
+    ok = statistics.median(p.reapply_ratio.values) <= 0.3 and all(w == 0 for w in p.reapply_writes)
+    report.rows.append(
+        (
+            "B3 no-op re-apply",
+            f"re-apply: {p.reapply.describe()} s, writes {p.reapply_writes}",
+            f"first apply: {p.kfctl.describe()} s, writes {p.first_writes}",
+            ratio(p.reapply, p.kfctl),
+            "≤ 0.3×, 0 writes",
+            verdict(ok),
+            what,
+        )
+    )
+
+
+def b7_row(p: bench_platform.PlatformFigures, what: str, report: Report) -> None:
+    """B7: requests per object on a first apply, from the API server's audit log."""
+    per_object = [r.total / p.objects for r in p.kfctl_requests]
+    report.rows.append(
+        (
+            "B7 requests per object",
+            f"first apply: {Samples(per_object).describe()} "
+            f"({Samples([float(r.total) for r in p.kfctl_requests]).describe('{:.0f}')} requests)",
+            f"writes {[r.writes for r in p.kfctl_requests]}; by verb {p.kfctl_requests[-1].by_verb}; "
+            f"scheduling latency (last dependency ready → applied) median "
+            f"{p.scheduling_median.describe('{:.3f}')} s, max {p.scheduling_max.describe('{:.3f}')} s",
+            "",
+            "≤ 1.3",
+            verdict(statistics.median(per_object) <= 1.3),
+            f"{what}; counted in the API server's audit log",
+        )
+    )
+
+
+def b9_row(p: bench_platform.PlatformFigures, what: str, report: Report) -> None:
+    """B9: kfctl check of the installed catalog against kubectl wait and dry runs."""
+    ok = statistics.median(p.check.values) < 5.0
+    report.rows.append(
+        versus(
+            "B9 check, installed",
+            ("kfctl check", p.check),
+            ("kubectl wait + dry runs", p.check_peer),
+            "< 5 s",
+            verdict(ok),
+            f"{what}; verdicts {p.check_verdicts}",
+        )
+    )
+
+
+def scale_benchmark(root: Path, *, runs: int, sizes: list[int], report: Report) -> None:
+    """B4: seconds per object and peak RSS at each size (bench_scale.py)."""
+    s = bench_scale.measure(root, runs=runs, sizes=sizes)
+    report.record["scale"] = {
+        str(n): {
+            "generate": s.generate[n].values,
+            "generate_ms_per_object": s.generate_ms[n].values,
+            "generate_rss_mb": s.generate_rss_mb[n].values,
+            "apply": s.apply[n].values,
+            "per_object_ms": s.per_object_ms[n].values,
+            "rss_mb": s.rss_mb[n].values,
+            "requests": s.requests.get(n),
+        }
+        for n in sizes
+    }
+    small, big = min(sizes), max(sizes)
+    linear = s.per_object_ms[big].median / s.per_object_ms[small].median
+    gen_linear = s.generate_ms[big].median / s.generate_ms[small].median
+    rss_goal = 400 if big >= 20_000 else 300
+    for n in sizes:
+        report.rows.append(
+            (
+                f"B4 scale {n:,} objects",
+                f"apply {s.apply[n].describe('{:.1f}')} s = {s.per_object_ms[n].describe('{:.1f}')} ms/obj",
+                f"peak RSS {s.rss_mb[n].describe('{:.0f}')} MB",
+                f"{s.per_object_ms[n].median / s.per_object_ms[small].median:.2f}× ms/obj of {small:,}",
+                f"≤ 1.25×; ≤ {rss_goal} MB" if n == big else "",
+                verdict(linear <= 1.25 and s.rss_mb[big].median <= rss_goal) if n == big else "",
+                f"generate {s.generate[n].describe()} s = {s.generate_ms[n].describe()} ms/obj "
+                f"({s.generate_ms[n].median / s.generate_ms[small].median:.2f}× of {small:,}), "
+                f"peak RSS {s.generate_rss_mb[n].describe('{:.0f}')} MB"
+                + (f"; goal ≤ 1.5×: {verdict(gen_linear <= 1.5)}" if n == big else ""),
+            )
+        )
+
+
+def generate_benchmark(root: Path, *, runs: int, report: Report) -> None:
+    """B5: kfctl generate against kustomize build, cold and after one change (bench_generate.py)."""
+    g = bench_generate.measure(root, runs=runs)
+    report.record["generate"] = g.__dict__
+    cold = statistics.median(g.ours) / statistics.median(g.peer)
+    one = statistics.median(g.one_change) / statistics.median(g.peer)
+    report.rows.append(
+        versus(
+            "B5 generate, cold",
+            ("kfctl generate", Samples(g.ours)),
+            (f"kustomize build × {g.applications}", Samples(g.peer)),
+            "≤ 1.1×",
+            verdict(cold <= 1.1),
+            f"{g.kustomize}; render cache removed first",
+        )
+    )
+    report.rows.append(
+        versus(
+            "B5 generate, one parameter",
+            ("kfctl generate", Samples(g.one_change)),
+            (f"kustomize build × {g.applications}", Samples(g.peer)),
+            "≤ 0.3×",
+            verdict(one <= 0.3),
+            f"{bench_generate.CHANGED_APP} {bench_generate.CHANGED_PARAMETER} changed, render cache warm",
+        )
+    )
+
+
+def full_platform_benchmark(root: Path, *, runs: int, report: Report) -> None:
+    """B10: upstream's full platform, kfctl against upstream's loop and kapp (bench_full_platform.py)."""
+    full = bench_full_platform.measure(root, runs=runs)
+    f10 = full.figs
+    report.record["full_platform"] = {k: getattr(v, "values", v) for k, v in f10.__dict__.items()}
+    what = f"upstream v1.11.0 full platform, {full.objects} objects, {full.applications} applications"
+    loop = statistics.median(f10.kfctl.values) / statistics.median(f10.upstream.values)
+    vs_kapp = statistics.median(f10.kfctl.values) / statistics.median(f10.kapp.values)
+    report.rows.append(
+        versus(
+            "B10 full platform vs upstream loop",
+            ("kfctl apply", f10.kfctl),
+            ("upstream loop + wait", f10.upstream),
+            "≤ 0.3×",
+            verdict(loop <= 0.3),
+            f"{what}; loop passes {f10.upstream_passes}",
+        )
+    )
+    report.rows.append(
+        versus(
+            "B10 full platform vs kapp",
+            ("kfctl apply", f10.kfctl),
+            ("kapp deploy", f10.kapp),
+            "≤ 0.5×",
+            verdict(vs_kapp <= 0.5),
+            f"{what}; kfctl re-apply {f10.reapply.describe()} s, writes {f10.reapply_writes}",
+        )
+    )
+    report.rows += readiness_rows(f10, "B10", what, with_kapp=True)
+
+
+def gitops_benchmark(root: Path, *, runs: int, report: Report) -> None:
+    """B8: kfctl apply against Flux and Argo CD syncing kfctl's export (bench_gitops.py)."""
+    f = bench_gitops.measure(root, runs=runs)
+    report.record["gitops"] = {k: getattr(v, "values", v) for k, v in f.__dict__.items()}
+    what = f"default kind platform, {f.objects} objects, {f.kustomizations} Kustomizations"
+    peers = (
+        ("Flux, its defaults", "kfctl export + Flux", f.flux),
+        ("Flux, --requeue-dependency=5s", "kfctl export + Flux", f.flux_fast),
+        ("Argo CD, resync 20 s", "kfctl export + Argo CD", f.argocd),
+    )
+    for label, peer, samples in peers:
+        report.rows.append(
+            versus(
+                f"B8 all-Ready vs {label}",
+                ("kfctl apply", f.kfctl),
+                (f"{peer}", samples),
+                "none set",
+                "",
+                what,
+            )
+        )
+
+
+def print_table(report: Report, *, runs: int) -> None:
     headers = ("benchmark", "kfctl (median [min–max])", "peer / measure", "ratio", "goal", "", "notes")
+    rows = report.rows
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)] if rows else []
-    print(f"kfctl benchmarks, {args.runs} run(s) each, 2-core machine, local kwok control plane")
+    print(f"kfctl benchmarks, {runs} run(s) each, 2-core machine, local kwok control plane")
     print("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)))
     print("  ".join("-" * w for w in widths))
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
-    for n in notes:
+    for n in report.notes:
         print(n)
-    if args.json:
-        args.json.write_text(json.dumps(record, indent=2, default=str))
-    return 0
 
 
 def _exit_on_sigterm(signum: int, _frame: object) -> None:

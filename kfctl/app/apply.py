@@ -36,7 +36,7 @@ from kfctl.engine.served import refuse_unserved
 from kfctl.errors import ApiDeniedError, HealthError, KfctlError, OwnershipError, PlanError
 from kfctl.k8s.api import Cluster
 from kfctl.k8s.errors import KubeError
-from kfctl.objects import ObjectKey
+from kfctl.objects import ObjectKey, meta_of
 from kfctl.plan.critical import Segment, critical_path
 from kfctl.plan.graph import Plan, application_id
 from kfctl.plan.latency import Latency, queue_waits, scheduling_latencies, summarize
@@ -494,7 +494,7 @@ def _ensure_inventory_namespace(cluster: Cluster, bundle: Bundle) -> None:
         return
     for app, objs in bundle.objects_by_app:
         for obj in objs:
-            if obj.get("kind") == "Namespace" and (obj.get("metadata") or {}).get("name") == ns:
+            if obj.get("kind") == "Namespace" and meta_of(obj).get("name") == ns:
                 cluster.apply(
                     labels.prepare(obj, applyset_id=bundle.applyset_id, kfdef_name=bundle.kfdef.name, application=app)
                 )

@@ -388,43 +388,89 @@ def _server_env() -> dict[str, str]:
 
 
 def up_local(state_dir: Path, *, training_seconds: int = kwokstages.TRAINING_SECONDS) -> State:
-    bin_dir = binaries()
+    """Start a local cluster in ``state_dir``, one step after the other, each waiting until what it started
+    answers: the state and its ports, the credentials, etcd, the API server, the controller manager and the
+    scheduler, kwok, then what makes the cluster usable (nodes, a storage class, the stand-in controller and the
+    process runtime). ``state.json`` records every process as it starts, so `down` stops whatever did."""
+    start = _Start(_new_state(state_dir), binaries(), state_dir / "pki")
+    _write_credentials(start)
+    etcd = _start_etcd(start)
+    apiserver = _start_apiserver(start, etcd)
+    controller_manager = _start_controllers(start, apiserver)
+    kwok = _start_kwok(start, training_seconds=training_seconds)
+    _make_usable(start, apiserver=apiserver, controller_manager=controller_manager, kwok=kwok)
+    return start.state
+
+
+@dataclass(frozen=True)
+class _Start:
+    """What each step of up_local reads: the state it records processes in, the binaries and the credentials."""
+
+    state: State
+    bin_dir: Path
+    pki_dir: Path
+
+    @property
+    def dir(self) -> Path:
+        return Path(self.state.state_dir)
+
+    @property
+    def kubeconfig(self) -> Path:
+        return Path(self.state.kubeconfig)
+
+    @property
+    def ports(self) -> dict[str, int]:
+        return self.state.ports
+
+    @property
+    def api_url(self) -> str:
+        return f"https://{LOOPBACK}:{self.ports['apiserver']}"
+
+
+def _new_state(state_dir: Path) -> State:
+    """The cluster's State, saved: its versions, whether admission webhooks are on, a free port per server."""
     # Admission webhooks are on where the process runtime runs (as root): the API server reaches webhook Services
     # through its egress proxy (egress.py), which leads a cluster IP to the process the runtime runs for the
     # Service's pod. Without it nothing could answer a webhook, and nothing may dial a cluster IP: plugins off.
     webhooks = os.geteuid() == 0
-    versions = read_versions()
     state_dir.mkdir(parents=True, exist_ok=True)
     state = State(
         backend="local",
         state_dir=str(state_dir),
         kubeconfig=str(state_dir / "kubeconfig"),
         webhooks=webhooks,
-        versions=versions,
+        versions=read_versions(),
         started_at=time.time(),
     )
     names = ["etcd", "etcd-peer", "apiserver", "controller-manager", "scheduler", "kwok"]
     names += ["egress"] if webhooks else []
     state.ports = dict(zip(names, free_ports(len(names)), strict=True))
     state.save()
-    p = state.ports
-    pki_dir = state_dir / "pki"
-    write_pki(pki_dir)
-    if webhooks:
-        egress.write_tls(pki_dir)
-    kubeconfig = state_dir / "kubeconfig"
-    write_kubeconfig(
-        kubeconfig, name=f"kfctl-e2e-{state_dir.name}", server=f"https://{LOOPBACK}:{p['apiserver']}", pki_dir=pki_dir
-    )
+    return state
 
-    etcd_url, peer_url = f"http://{LOOPBACK}:{p['etcd']}", f"http://{LOOPBACK}:{p['etcd-peer']}"
+
+def _write_credentials(start: _Start) -> None:
+    """The cluster's PKI (and the egress proxy's TLS when webhooks are on) and the admin's kubeconfig."""
+    write_pki(start.pki_dir)
+    if start.state.webhooks:
+        egress.write_tls(start.pki_dir)
+    write_kubeconfig(start.kubeconfig, name=f"kfctl-e2e-{start.dir.name}", server=start.api_url, pki_dir=start.pki_dir)
+
+
+def _etcd_url(start: _Start) -> str:
+    return f"http://{LOOPBACK}:{start.ports['etcd']}"
+
+
+def _start_etcd(start: _Start) -> Proc:
+    """etcd on loopback, without fsync (a test cluster's data is thrown away), until /health answers."""
+    etcd_url, peer_url = _etcd_url(start), f"http://{LOOPBACK}:{start.ports['etcd-peer']}"
     etcd = spawn(
-        state,
+        start.state,
         "etcd",
         [
-            str(bin_dir / "etcd"),
+            str(start.bin_dir / "etcd"),
             "--name=e2e",
-            f"--data-dir={state_dir / 'etcd'}",
+            f"--data-dir={start.dir / 'etcd'}",
             f"--listen-client-urls={etcd_url}",
             f"--advertise-client-urls={etcd_url}",
             f"--listen-peer-urls={peer_url}",
@@ -437,23 +483,28 @@ def up_local(state_dir: Path, *, training_seconds: int = kwokstages.TRAINING_SEC
         env=_server_env(),
     )
     wait_for("etcd /health", lambda: http_ok(f"{etcd_url}/health"), timeout=30, procs=[etcd])
+    return etcd
 
-    if webhooks:
+
+def _start_apiserver(start: _Start, etcd: Proc) -> Proc:
+    """kube-apiserver on loopback (admission webhooks through the egress proxy, or off), until /readyz answers."""
+    state_dir, pki_dir = start.dir, start.pki_dir
+    if start.state.webhooks:
         egress_config = state_dir / "egress-selector.yaml"
-        egress_config.write_text(egress.selector_config(port=p["egress"], pki_dir=pki_dir))
+        egress_config.write_text(egress.selector_config(port=start.ports["egress"], pki_dir=pki_dir))
         admission = [f"--egress-selector-config-file={egress_config}"]
     else:
         admission = ["--disable-admission-plugins=MutatingAdmissionWebhook,ValidatingAdmissionWebhook"]
     audit = _audit_flags(state_dir, os.environ.get("KFCTL_E2E_AUDIT_LOG", ""))
     apiserver = spawn(
-        state,
+        start.state,
         "kube-apiserver",
         [
-            str(bin_dir / "kube-apiserver"),
+            str(start.bin_dir / "kube-apiserver"),
             f"--bind-address={LOOPBACK}",
             f"--advertise-address={LOOPBACK}",
-            f"--secure-port={p['apiserver']}",
-            f"--etcd-servers={etcd_url}",
+            f"--secure-port={start.ports['apiserver']}",
+            f"--etcd-servers={_etcd_url(start)}",
             f"--cert-dir={state_dir / 'apiserver'}",
             f"--tls-cert-file={pki_dir / 'apiserver.crt'}",
             f"--tls-private-key-file={pki_dir / 'apiserver.key'}",
@@ -474,31 +525,35 @@ def up_local(state_dir: Path, *, training_seconds: int = kwokstages.TRAINING_SEC
     )
     tls = ssl.create_default_context(cafile=str(pki_dir / "ca.crt"))
     tls.load_cert_chain(pki_dir / "admin.crt", pki_dir / "admin.key")
-    api_url = f"https://{LOOPBACK}:{p['apiserver']}"
     wait_for(
         "kube-apiserver /readyz",
-        lambda: https_ok(f"{api_url}/readyz", context=tls),
+        lambda: https_ok(f"{start.api_url}/readyz", context=tls),
         timeout=90,
         procs=[etcd, apiserver],
     )
+    return apiserver
 
+
+def _start_controllers(start: _Start, apiserver: Proc) -> Proc:
+    """kube-controller-manager and kube-scheduler, until both /healthz answer; the controller manager's Proc."""
+    pki_dir, p = start.pki_dir, start.ports
     # No --authentication/authorization-kubeconfig: their /healthz stays open (always-allow paths) and
     # nothing else of theirs is served to anyone.
     common = [
-        f"--kubeconfig={kubeconfig}",
+        f"--kubeconfig={start.kubeconfig}",
         "--leader-elect=false",
         f"--bind-address={LOOPBACK}",
         "--kube-api-qps=200",
         "--kube-api-burst=400",
     ]
     controller_manager = spawn(
-        state,
+        start.state,
         "kube-controller-manager",
         [
-            str(bin_dir / "kube-controller-manager"),
+            str(start.bin_dir / "kube-controller-manager"),
             *common,
             f"--secure-port={p['controller-manager']}",
-            f"--cert-dir={state_dir / 'controller-manager'}",
+            f"--cert-dir={start.dir / 'controller-manager'}",
             f"--root-ca-file={pki_dir / 'ca.crt'}",
             f"--service-account-private-key-file={pki_dir / 'sa.key'}",
             f"--cluster-signing-cert-file={pki_dir / 'ca.crt'}",
@@ -507,10 +562,10 @@ def up_local(state_dir: Path, *, training_seconds: int = kwokstages.TRAINING_SEC
         ],
     )
     scheduler = spawn(
-        state,
+        start.state,
         "kube-scheduler",
         [
-            str(bin_dir / "kube-scheduler"),
+            str(start.bin_dir / "kube-scheduler"),
             *common,
             f"--secure-port={p['scheduler']}",
         ],
@@ -528,7 +583,12 @@ def up_local(state_dir: Path, *, training_seconds: int = kwokstages.TRAINING_SEC
             timeout=60,
             procs=[apiserver, proc],
         )
+    return controller_manager
 
+
+def _start_kwok(start: _Start, *, training_seconds: int) -> Proc:
+    """kwok, which plays the nodes and the kubelets, with kfctl's pod stages and the PortForward kind served."""
+    state_dir, kubeconfig = start.dir, start.kubeconfig
     # Our pod stages (kfctl_testbed/kwok-pod-stages.yaml; nodes keep kwok's built-in stages): pods the process runtime
     # will run go Running but not Ready, the runtime writes their readiness; Job and training-job pods finish.
     # kwok also loads ~/.kwok/kwok.yaml whenever it exists, whatever --config says (config.loadConfig), so its
@@ -546,11 +606,11 @@ def up_local(state_dir: Path, *, training_seconds: int = kwokstages.TRAINING_SEC
         except kube_rest.ApiError as e:
             if e.status != 409:  # a cluster started again keeps its CRD
                 raise
-    kwok = spawn(
-        state,
+    return spawn(
+        start.state,
         "kwok",
         [
-            str(bin_dir / "kwok"),
+            str(start.bin_dir / "kwok"),
             f"--config={kwok_config}",
             "--enable-crds=PortForward",
             f"--kubeconfig={kubeconfig}",
@@ -559,12 +619,18 @@ def up_local(state_dir: Path, *, training_seconds: int = kwokstages.TRAINING_SEC
             f"--node-ip={LOOPBACK}",
             # Without it kwok's nodes go NotReady after a few minutes and their pods get evicted.
             "--node-lease-duration-seconds=40",
-            f"--server-address={LOOPBACK}:{p['kwok']}",
+            f"--server-address={LOOPBACK}:{start.ports['kwok']}",
         ],
         env={**os.environ, "HOME": str(state_dir)},
     )
+
+
+def _make_usable(start: _Start, *, apiserver: Proc, controller_manager: Proc, kwok: Proc) -> None:
+    """The nodes and a default storage class, the stand-in controller and the process runtime; then wait until the
+    nodes are Ready, the default ServiceAccount exists, the stand-in holds its lease and the runtime runs."""
+    state, kubeconfig = start.state, start.kubeconfig
     api = kube_rest.Client(kubeconfig)
-    create_nodes(api, kubelet_version=versions["KUBERNETES_VERSION"], kubelet_port=p["kwok"])
+    create_nodes(api, kubelet_version=state.versions["KUBERNETES_VERSION"], kubelet_port=start.ports["kwok"])
     create_storage_class(api)
     standin = spawn(state, "standin", [sys.executable, "-m", "kfctl_testbed.standin", f"--kubeconfig={kubeconfig}"])
     runtime = start_runtime(state, kubeconfig)
@@ -580,7 +646,6 @@ def up_local(state_dir: Path, *, training_seconds: int = kwokstages.TRAINING_SEC
     if runtime is not None:
         wait_for("the process runtime", lambda: runtime_started(runtime), timeout=30, procs=[runtime])
     api.close()
-    return state
 
 
 def operators_dir() -> Path:
