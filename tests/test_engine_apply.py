@@ -14,6 +14,7 @@ from fakecluster import FakeCluster, available, established, obj, ready_endpoint
 from kfctl.engine import labels, ownership
 from kfctl.engine.apply import ApplyOptions, ApplyResult, Engine
 from kfctl.engine.events import EventLog
+from kfctl.health.waitrules import SHIPPED, Match, WaitRule, WaitRules
 from kfctl.k8s.api import ApiError, ProxyAnswer, Unreachable
 from kfctl.objects import Obj, ObjectKey, key_of
 from kfctl.plan.graph import ExternalCheck, PlannedObject, build_plan
@@ -29,8 +30,9 @@ def run(
     options: ApplyOptions = FAST,
     depends_on: dict[str, list[str]] | None = None,
     apps: Sequence[tuple[str, Sequence[Obj]]] | None = None,
+    wait_rules: WaitRules = SHIPPED,
 ) -> tuple[ApplyResult, EventLog]:
-    plan = build_plan(apps or [("app", objects)], depends_on=depends_on or {})
+    plan = build_plan(apps or [("app", objects)], depends_on=depends_on or {}, wait_rules=wait_rules)
     if "Widget" not in cluster.hooks:  # the widget controller reports Ready at once
         cluster.on_apply("Widget", lambda w: w.update(status={"conditions": [{"type": "Ready", "status": "True"}]}))
     log = EventLog()
@@ -69,6 +71,29 @@ def test_a_custom_resource_is_applied_only_after_its_crd_is_established() -> Non
         log, "Created", "Widget.example.com demo/w"
     )
     assert position(log, "Healthy", "Namespace demo") < position(log, "Created", "Widget.example.com demo/w")
+
+
+BROKEN = WaitRules([WaitRule("example.com", "Widget", failed=(Match(field="status.phase", equals="Broken"),))])
+
+
+@pytest.mark.parametrize(
+    ("rules", "healthy", "failed"),
+    [
+        pytest.param(SHIPPED, ["Widget.example.com demo/w"], [], id="kstatus-ready"),
+        pytest.param(BROKEN, [], [("Widget.example.com demo/w", "status.phase is Broken")], id="the-plans-rule"),
+    ],
+)
+def test_the_engine_judges_a_custom_resource_by_the_plans_wait_rule(
+    rules: WaitRules, healthy: list[str], failed: list[tuple[str, str]]
+) -> None:
+    """A Widget whose controller says Ready but phase Broken: healthy by kstatus, failed by a KfDef's rule."""
+    cluster = FakeCluster()
+    cluster.on_apply(
+        "Widget", lambda w: w.update(status={"phase": "Broken", "conditions": [{"type": "Ready", "status": "True"}]})
+    )
+    result, log = run(cluster, [CRD, NS, WIDGET], wait_rules=rules)
+    assert [e.subject for e in log.events if e.type == "Healthy" and "Widget" in e.subject] == healthy
+    assert [(f.subject, f.message) for f in result.failed] == failed
 
 
 def test_reapplying_unchanged_objects_sends_no_writes() -> None:
