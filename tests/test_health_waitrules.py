@@ -187,6 +187,7 @@ MINE = """\
   ready: [{field: status.readyReplicas, equals: 3}]
 """
 DB = "db.example.com/v1"
+BY_MINE = "(the KfDef's wait rule at kfdef.yaml:7:7)"  # a failure names the rule that says so
 KFDEF_CASES = [
     pytest.param(obj(DB, "Database"), Health("progressing", "waiting for Deployed"), id="db-fresh"),
     pytest.param(
@@ -199,12 +200,12 @@ KFDEF_CASES = [
     ),
     pytest.param(
         obj(DB, "Database", "{phase: Error, conditions: [{type: Deployed, status: 'True'}]}"),
-        Health("failed", "status.phase is Error"),
+        Health("failed", f"status.phase is Error {BY_MINE}"),
         id="db-failed-field-first",
     ),
     pytest.param(
         obj(DB, "Database", "{conditions: [{type: Ready, status: 'False', reason: DiskFull, message: 0 bytes left}]}"),
-        Health("failed", "ready is False: DiskFull: 0 bytes left"),
+        Health("failed", f"ready is False: DiskFull: 0 bytes left {BY_MINE}"),
         id="db-failed-condition-status",
     ),
     pytest.param(
@@ -249,7 +250,7 @@ def test_a_kfdef_rule_is_the_one_the_engine_and_the_planner_use(catalog: Catalog
     assert build_plan([("app", [configmap])], depends_on={}).objects()[0].wait is False
     step = engine_step(steps["Database"], plan.wait_rules)
     assert isinstance(step, ObjectStep)
-    assert step.health(NO_CLUSTER, database) == Health("failed", "status.phase is Error")
+    assert step.health(NO_CLUSTER, database) == Health("failed", f"status.phase is Error {BY_MINE}")
 
 
 class _NoCluster:

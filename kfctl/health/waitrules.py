@@ -22,6 +22,7 @@ from typing import Any
 from kfctl.health.model import Health, condition, explain, failed, not_observed, progressing, ready
 
 CONDITION_STATUSES = ("True", "False", "Unknown")
+KFCTL = "kfctl"  # a rule's source when kfctl ships it
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class Match:
         return as_text(field_value(obj, self.field)) == self.equals
 
     def describe(self) -> str:
-        """ "Ready", "Ready=False", "status.phase=Error": how the rule is printed (kfctl explain, messages)."""
+        """ "Ready", "Ready=False", "status.phase=Error": how a message names what is awaited."""
         if self.condition:
             return self.condition if self.status == "True" else f"{self.condition}={self.status}"
         return f"{self.field}={self.equals}"
@@ -54,7 +55,7 @@ class WaitRule:
     ready: tuple[Match, ...] = ()
     failed: tuple[Match, ...] = ()
     waiting: str = ""  # the message while nothing holds; "" says which ready match is awaited
-    source: str = "kfctl"  # "kfctl", or where in a KfDef the rule was written (kfdef.yaml:14:5)
+    source: str = KFCTL  # KFCTL, or where in a KfDef the rule was written (kfdef.yaml:14:5), which a failure names
 
     def judge(self, obj: Mapping[str, Any]) -> Health:
         pending = not_observed(obj)
@@ -62,7 +63,8 @@ class WaitRule:
             return pending
         for match in self.failed:
             if match.holds(obj):
-                return failed(_said(match, obj, failure=True))
+                by = "" if self.source == KFCTL else f" (the KfDef's wait rule at {self.source})"
+                return failed(_said(match, obj, failure=True) + by)
         for match in self.ready:
             if match.holds(obj):
                 return ready(_said(match, obj, failure=False))
