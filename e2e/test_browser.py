@@ -4,7 +4,9 @@ with e2e/setup-browser) opens `kfctl dashboard`'s URL, is sent to the login, is 
 with the one kfctl generated, sees the central dashboard with the user's namespace, opens Notebooks, fills in the
 Jupyter web app's form and launches a notebook, sees it listed and then ready, and deletes it from the list. A
 second user (a Dex user an admin added) logs in after the first logged out: no namespace until a Profile kfctl did
-not make names them owner, then that namespace only.
+not make names them owner, then that namespace only. With the dashboard's registration flow turned on (upstream turns
+it off), a third user without a Profile is shown the registration page, and its Finish makes their Profile (through
+the real KFAM) and the profile controller their namespace.
 
 Installed by kfctl: the lines of upstream v1.11.0's example the login path needs (e2e/login_support.LOGIN_PATH)
 and the Jupyter web app and notebook controller. Real: oauth2-proxy (v7.15.6 standing in for v7.13.0), the central
@@ -52,6 +54,8 @@ NAMESPACE = "kubeflow-user-example-com"  # the example Profile's (common/user-na
 NOTEBOOK = "browser-notebook"
 SECOND_USER = "second@example.com"
 SECOND_NAMESPACE = "second-user"
+THIRD_USER = "third@example.com"
+THIRD_NAMESPACE = "third"  # the registration page's default: the email's part before "@" (main-page's _extractLdap)
 # The namespaces the dashboard's selector offers (its namespaces property, the env-info's namespaces)
 OFFERED = "return (arguments[0].namespaces || []).map(n => n.namespace);"
 ALL = "All namespaces"  # the selector's own first entry (namespace-selector.js ALL_NAMESPACES), no namespace
@@ -295,36 +299,28 @@ def test_deleting_the_notebook_from_the_list_removes_it_from_the_api_server(
     browser.shot("notebook-deleted")
 
 
+@pytest.fixture(scope="module")
+def third_password() -> str:
+    return secrets.token_urlsafe(12)
+
+
 def test_a_second_user_has_no_namespace_until_a_profile_then_sees_only_their_own(
-    platform: Installed, browser: Browser
+    platform: Installed, browser: Browser, third_password: str
 ) -> None:
     """An admin adds a Dex user (a static password in the dex ConfigMap, Dex restarted, as upstream's README says);
     they log in after the first user logged out: the dashboard answers them without a namespace (no Profile: upstream
     turns the registration flow off, CD_REGISTRATION_FLOW=false), and once a Profile kfctl did not make names them
     owner, the real profile controller makes its namespace and the selector offers that one only."""
-    import bcrypt
-
     driver = browser.driver
     password = secrets.token_urlsafe(12)
-    add_dex_user(platform, SECOND_USER, bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=10)).decode())
-    browser.frame = None
-    driver.switch_to.default_content()
-    logout = browser.until("the dashboard's logout button", lambda: browser.deep("logout-button", "#logout-button"))
-    browser.click_at(logout)  # two shadow roots deep: chromedriver's element click fails there ('defaultView')
-    browser.until("oauth2-proxy's sign-in page again", lambda: browser.by_text("button", "Sign in with Dex")).click()
-    submit_login(browser, SECOND_USER, password)
+    # Both users at once (one Dex restart): the third logs in in the next test
+    add_dex_users(platform, {SECOND_USER: password, THIRD_USER: third_password})
+    log_out_and_in(browser, SECOND_USER, password)
 
-    def dashboard() -> bool:
-        # The restarted Dex stand-in signs with a key it made at start (real Dex keeps its keys in its storage);
-        # until the gateway stand-in's JWKS (kept 60 s, as istiod refreshes) has it, the gateway answers 401 "Jwks
-        # doesn't have key to match kid or alg from Jwt": reloaded as a person would.
-        if driver.title == "Kubeflow Central Dashboard":
-            return True
-        time.sleep(2)
-        driver.refresh()
-        return False
-
-    browser.until("the dashboard for the second user", dashboard, timeout=150)
+    # The restarted Dex stand-in signs with a key it made at start (real Dex keeps its keys in its storage); until
+    # the gateway stand-in's JWKS (kept 60 s, as istiod refreshes) has it, the gateway answers 401 "Jwks doesn't have
+    # key to match kid or alg from Jwt"
+    browser.until("the dashboard for the second user", lambda: reloaded_dashboard(browser), timeout=150)
     # The dashboard answers them (its env-info, fetched with the browser's session), with no namespace
     info = env_info(browser)
     assert (info["user"], info["namespaces"]) == (SECOND_USER, []), info
@@ -353,6 +349,87 @@ def test_a_second_user_has_no_namespace_until_a_profile_then_sees_only_their_own
     browser.shot("second-user-own-namespace")
 
 
+def test_with_the_registration_flow_on_a_user_without_a_profile_makes_one_from_the_registration_page(
+    platform: Installed, browser: Browser, third_password: str
+) -> None:
+    """An admin turns the dashboard's registration flow on (its REGISTRATION_FLOW, upstream's CD_REGISTRATION_FLOW
+    parameter, false in upstream's params.env); a user without a Profile then gets the registration page, not an
+    error; its Finish sends the namespace name to the dashboard, whose KFAM (real) creates the Profile they own, and
+    the real profile controller its namespace: the dashboard then shows it selected."""
+    kubeconfig = platform.kubeconfig
+    kubectl(kubeconfig, "set", "env", "deployment/centraldashboard", "-n", "kubeflow", "REGISTRATION_FLOW=true")
+    kubectl(kubeconfig, "rollout", "status", "deployment/centraldashboard", "-n", "kubeflow", "--timeout", "120s")
+    log_out_and_in(browser, THIRD_USER, third_password)
+    # Upstream's dashboard has no readiness probe: its pod is Ready before node listens, and until then the
+    # gateway answers 503 "no healthy upstream", as Istio's would
+    browser.until("the dashboard", lambda: reloaded_dashboard(browser))
+
+    def registration_button(text: str) -> Any:
+        return browser.driver.execute_script(REGISTRATION_BUTTON, text)
+
+    browser.until("the registration page's Start Setup", lambda: registration_button("Start Setup"))
+    assert env_info(browser)["namespaces"] == []  # no Profile yet
+    browser.shot("registration-welcome")
+    browser.click_at(registration_button("Start Setup"))
+    name = browser.until("the namespace the page offers", lambda: browser.driver.execute_script(REGISTRATION_NAME))
+    assert name == THIRD_NAMESPACE
+    browser.shot("registration-namespace")
+    browser.click_at(registration_button("Finish"))
+
+    profile = browser.until(
+        "the Profile the registration made",
+        lambda: kubectl(kubeconfig, "get", "profile", THIRD_NAMESPACE, "-o", "json", check=False),
+    )
+    assert json.loads(profile)["spec"]["owner"] == {"kind": "User", "name": THIRD_USER}
+    browser.until(
+        "the Profile's namespace, made by the profile controller",
+        lambda: kubectl(kubeconfig, "get", "namespace", THIRD_NAMESPACE, "-o", "name", check=False),
+    )
+    owned = [{"namespace": THIRD_NAMESPACE, "role": "owner", "user": THIRD_USER}]
+    browser.until("KFAM naming the third user owner of it", lambda: env_info(browser)["namespaces"] == owned)
+    browser.until("the registration page gone", lambda: not registration_button("Finish"))
+    browser.until("the namespace selector showing it", lambda: selected(browser) == THIRD_NAMESPACE, timeout=30)
+    browser.shot("registered-own-namespace")
+
+
+# The registration page's button whose text is arguments[0], and the namespace name its input holds
+# (registration-page.pug: paper-buttons and md2-input#Namespace in the element's shadow root, under main-page's)
+REGISTRATION = f"""
+const text = arguments[0];
+const element = (function () {{ {DEEP_QUERY} }}).apply(null, [['registration-page']]);
+const page = element && element.shadowRoot;
+"""
+REGISTRATION_BUTTON = (
+    REGISTRATION
+    + "return page ? [...page.querySelectorAll('paper-button')]"
+    + ".find(b => b.textContent.trim() === text && b.offsetParent !== null && !b.disabled) || null : null;"
+)
+REGISTRATION_NAME = (
+    REGISTRATION
+    + "const input = page && page.querySelector('#Namespace');"
+    + "return input && input.offsetParent !== null ? input.value : null;"
+)
+
+
+def reloaded_dashboard(browser: Browser) -> bool:
+    """Whether the page is the central dashboard; if not, reloaded (after 2 s) as a person would."""
+    if browser.driver.title == "Kubeflow Central Dashboard":
+        return True
+    time.sleep(2)
+    browser.driver.refresh()
+    return False
+
+
+def log_out_and_in(browser: Browser, email: str, password: str) -> None:
+    """The dashboard's logout button, oauth2-proxy's sign-in page, then Dex's form as ``email``."""
+    browser.frame = None
+    browser.driver.switch_to.default_content()
+    logout = browser.until("the dashboard's logout button", lambda: browser.deep("logout-button", "#logout-button"))
+    browser.click_at(logout)  # two shadow roots deep: chromedriver's element click fails there ('defaultView')
+    browser.until("oauth2-proxy's sign-in page again", lambda: browser.by_text("button", "Sign in with Dex")).click()
+    submit_login(browser, email, password)
+
+
 def env_info(browser: Browser) -> Any:
     """The dashboard's /api/workgroup/env-info as the browser's session gets it."""
     fetch = (
@@ -379,12 +456,16 @@ def selected(browser: Browser) -> str:
     return " ".join(str(shown.get_attribute("textContent")).split()) if shown else ""
 
 
-def add_dex_user(platform: Installed, email: str, bcrypt_hash: str) -> None:
-    """A static password in Dex's config (ConfigMap auth/dex), then Dex restarted to read it."""
+def add_dex_users(platform: Installed, passwords: dict[str, str]) -> None:
+    """Static passwords in Dex's config (ConfigMap auth/dex), then Dex restarted to read them."""
+    import bcrypt
+
     config_map = json.loads(kubectl(platform.kubeconfig, "get", "configmap", "dex", "-n", "auth", "-o", "json"))
     config = yaml.safe_load(config_map["data"]["config.yaml"])
-    user = {"email": email, "hash": bcrypt_hash, "username": email.split("@")[0], "userID": "20481024"}
-    config["staticPasswords"].append(user)
+    for number, (email, password) in enumerate(passwords.items()):
+        hashed = bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=10)).decode()
+        user = {"email": email, "hash": hashed, "username": email.split("@")[0], "userID": f"2048102{number}"}
+        config["staticPasswords"].append(user)
     patch = json.dumps({"data": {"config.yaml": yaml.safe_dump(config, sort_keys=False)}})
     kubectl(platform.kubeconfig, "patch", "configmap", "dex", "-n", "auth", "--type", "merge", "-p", patch)
     kubectl(platform.kubeconfig, "rollout", "restart", "deployment/dex", "-n", "auth")
