@@ -99,6 +99,15 @@ def module_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
     yield from _fresh_cluster(tmp_path_factory, *getattr(request.module, "CLUSTER_UP_ARGS", ()))
 
 
+@pytest.fixture(scope="module")
+def second_module_cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, module_cluster: Cluster
+) -> Iterator[Cluster]:
+    """Another cluster of the module's own beside `module_cluster` (a fleet's second member, started after it):
+    its own state directory and free ports, its own process runtime, stopped after the module's tests."""
+    yield from _fresh_cluster(tmp_path_factory, *getattr(request.module, "CLUSTER_UP_ARGS", ()))
+
+
 def _fresh_cluster(tmp_path_factory: pytest.TempPathFactory, *up_args: str) -> Iterator[Cluster]:
     from kfctl_testbed import localcluster
 

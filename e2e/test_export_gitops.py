@@ -1,13 +1,13 @@
 """`kfctl export` output is accepted by a real API server under Argo CD's and Flux's own CRDs.
 
-e2e/crds/ holds the CRDs e2e/gen-gitops-crds generates with controller-gen from the engines' Go API types at
-the releases e2e/versions.env pins (Argo CD v3.2.11's Application and AppProject; Flux source-controller v1.7.0's and
-kustomize-controller v1.7.2's kinds); the first test regenerates them and finds the files the same (it needs
-Go and fails, never skips, without it). They are created for real, then the export of a kind platform goes
-through `kubectl apply --dry-run=server --validate=strict`, from stdout and from --output-dir (with --prune,
-so the keep patches and finalizers are checked too). A deliberately broken copy must fail the same dry run,
-which shows the schemas do check something. Flux's controllers reconcile the export for real in
-e2e/test_gitops_flux.py, Argo CD's in e2e/test_gitops_argocd.py.
+e2e/crds/ holds the CRDs e2e/gen-gitops-crds generates with controller-gen from the engines' Go API types at the
+releases e2e/versions.env pins (Argo CD v3.2.11's Application, ApplicationSet and AppProject; Flux
+source-controller v1.7.0's and kustomize-controller v1.7.2's kinds); the first test regenerates them and finds
+the files the same (it needs Go and fails, never skips, without it). They are created for real, then the export
+of a kind platform goes through `kubectl apply --dry-run=server --validate=strict`, from stdout and from
+--output-dir (with --prune, so the keep patches and finalizers are checked too). A deliberately broken copy must
+fail the same dry run, which shows the schemas do check something. Flux's controllers reconcile the export for
+real in e2e/test_gitops_flux.py, Argo CD's in e2e/test_gitops_argocd.py.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ from typing import Any
 import yaml
 
 from kfctl import ordering
-from kfctl.app import argocd_settings, gitops_parts
+from kfctl.app import argocd_fleet, argocd_settings, gitops_parts
 from kfctl.app.bundle import load_bundle
 from kfctl.app.gitops_parts import Part
 from kfctl.catalog.model import Catalog
@@ -79,6 +79,11 @@ class ExportOptions:
     namespace: str | None = None  # of the exported objects; default argocd / flux-system
     prune: bool = False
     interval: str = "10m"
+    # --fleet: the label selector of Argo CD's cluster Secrets (key=value[,key=value]) the ApplicationSet selects,
+    # the parameters taken from each cluster's annotations, and where the output directory sits in the repository.
+    fleet: str | None = None
+    fleet_parameters: tuple[str, ...] = ()
+    fleet_path: str = ""
 
 
 @dataclass(frozen=True)
@@ -137,6 +142,7 @@ def check_options(options: ExportOptions) -> None:
         raise UsageError(f"--interval {options.interval!r} must be a duration such as 5m, 1h or 30s")
     if not options.revision.strip() or options.revision.startswith("-"):
         raise UsageError(f"--revision {options.revision!r} must be a branch, tag, commit or refs/… name")
+    argocd_fleet.check_options(options.fleet, options.fleet_parameters, options.format)
 
 
 def export(kfdef: KfDef, catalog: Catalog, options: ExportOptions) -> ExportResult:
@@ -164,9 +170,15 @@ def export(kfdef: KfDef, catalog: Catalog, options: ExportOptions) -> ExportResu
     namespace = options.namespace or DEFAULT_NAMESPACE[options.format]
     files: tuple[tuple[str, str], ...] = ()
     if options.format == "argocd":
-        objects = [_argocd_application(kfdef, part, waves[part.name], options, namespace) for part in parts.values()]
+        fleet = argocd_fleet.fleet_parameters(kfdef, options.fleet_parameters) if options.fleet is not None else ()
+        objects = [
+            _argocd_application(kfdef, part, waves[part.name], options, namespace, fleet) for part in parts.values()
+        ]
         # Argo CD's own settings, not among the export's resources: argocd-cm.yaml (kfctl.app.argocd_settings).
         files = (("argocd-cm.yaml", dump_documents([argocd_settings.argocd_cm(namespace)])),)
+        if options.fleet is not None:
+            # Not among the resources either: the ApplicationSet makes the parents that sync this directory.
+            files += ((argocd_fleet.FLEET_FILE, dump_documents([_argocd_fleet(kfdef, options, namespace, fleet)])),)
     else:
         objects = [_flux_source(kfdef, options, namespace)]
         objects += [_flux_kustomization(kfdef, part, options, namespace) for part in parts.values()]
@@ -234,7 +246,14 @@ def keep_patches(annotation: tuple[str, str]) -> list[dict[str, Any]]:
     return out
 
 
-def _argocd_application(kfdef: KfDef, part: Part, wave: int, options: ExportOptions, ns: str) -> dict[str, Any]:
+def _argocd_application(
+    kfdef: KfDef,
+    part: Part,
+    wave: int,
+    options: ExportOptions,
+    ns: str,
+    fleet: Sequence[argocd_fleet.FleetParameter] = (),
+) -> dict[str, Any]:
     source: dict[str, Any] = {
         "repoURL": options.repo_url,
         "targetRevision": argocd_revision(options.revision),
@@ -247,6 +266,9 @@ def _argocd_application(kfdef: KfDef, part: Part, wave: int, options: ExportOpti
         "annotations": {SYNC_WAVE: str(wave)},
     }
     patches = _patches(part, options, ARGOCD_KEEP)
+    mine = [p for p in fleet if p.application == part.application]
+    if mine:  # first: the fleet's parent replaces patches[0] with the cluster's values (kfctl.app.argocd_fleet)
+        patches = [argocd_fleet.parameter_patch(mine), *patches]
     if patches:
         source["kustomize"] = {"patches": patches}
     return argocd_application(kfdef, metadata, source, options, argocd_settings.ignore_differences(part.keep))
@@ -270,12 +292,36 @@ def argocd_application(
         "syncPolicy": {
             "automated": _automated(options.prune),
             "syncOptions": list(ARGOCD_SYNC_OPTIONS),
-            "retry": {"limit": 5, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "3m"}},
+            "retry": _argocd_retry(),
         },
     }
     if ignored:
         spec["ignoreDifferences"] = ignored
     return {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": metadata, "spec": spec}
+
+
+def _argocd_fleet(
+    kfdef: KfDef, options: ExportOptions, ns: str, params: Sequence[argocd_fleet.FleetParameter]
+) -> dict[str, Any]:
+    """The ApplicationSet of --fleet: per selected cluster, the parent app-of-apps of this directory."""
+    return argocd_fleet.applicationset(
+        kfdef,
+        selector=argocd_fleet.parse_selector(options.fleet or ""),
+        params=params,
+        source={
+            "repoURL": options.repo_url,
+            "targetRevision": argocd_revision(options.revision),
+            "path": options.fleet_path or ".",
+        },
+        namespace=ns,
+        labels=_labels(kfdef, None),
+        sync_policy={"automated": {"prune": True}, "retry": _argocd_retry()},
+    )
+
+
+def _argocd_retry() -> dict[str, Any]:
+    """A fresh dict each time (a shared one would be dumped as a YAML alias)."""
+    return {"limit": 5, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "3m"}}
 
 
 def _automated(prune: bool) -> dict[str, Any]:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import click
 
+from kfctl.app import argocd_fleet
 from kfctl.app.argocd_plugin import export_plugin
 from kfctl.app.export import FORMATS, ExportOptions, dump_documents, export, write_files
 from kfctl.catalog.load import load_catalog
@@ -22,7 +24,7 @@ from kfctl.errors import UsageError
     "fmt",
     type=click.Choice(FORMATS),
     required=True,
-    help="argocd, flux, or argocd-plugin (a repo holding only kfdef.yaml and kfdef.lock, rendered by Argo CD).",
+    help="argocd-plugin: a repo holding only kfdef.yaml and kfdef.lock.",
 )
 @click.option("--repo-url", required=True, help="The git repository that holds the app directory.")
 @click.option("--revision", default="main", show_default=True, help="Branch, tag (refs/tags/X) or commit to follow.")
@@ -31,10 +33,10 @@ from kfctl.errors import UsageError
     "repo_path",
     default=".",
     show_default=True,
-    help="Where the app directory sits inside the repository (its kustomize/<app>/ dirs are referenced).",
+    help="Where the app directory sits in the repository.",
 )
 @click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Write files here.")
-@click.option("--namespace", default=None, help="Namespace of the exported objects [default: argocd / flux-system].")
+@click.option("--namespace", default=None, help="Their namespace [default: argocd / flux-system].")
 @click.option(
     "--prune",
     is_flag=True,
@@ -44,7 +46,21 @@ from kfctl.errors import UsageError
 @click.option(
     "--plugin-image",
     default="",
-    help="argocd-plugin: the image of the repo-server's kfctl sidecar (holding kfctl and kustomize).",
+    help="argocd-plugin: the kfctl sidecar's image (kfctl, kustomize).",
+)
+@click.option(
+    "--fleet",
+    "fleet",
+    default=None,
+    metavar="SELECTOR",
+    help="argocd: the clusters' labels, key=value[,key=value].",
+)
+@click.option(
+    "--fleet-parameter",
+    "fleet_parameters",
+    multiple=True,
+    metavar="APP.NAME",
+    help="A KfDef parameter clusters may override (repeatable).",
 )
 @global_options
 def export_cmd(
@@ -59,24 +75,24 @@ def export_cmd(
     prune: bool,
     interval: str,
     plugin_image: str,
+    fleet: str | None,
+    fleet_parameters: tuple[str, ...],
 ) -> None:
     """Export the applications as Argo CD Applications or Flux Kustomizations.
 
-    Each object builds APPDIR/kustomize/<app>/ from your git repository (run `kfctl generate`
-    and commit its output first). Install order follows the component graph: Argo CD sync waves
-    (they order Applications synced by a parent app-of-apps), Flux dependsOn with wait: true.
-    An application whose own webhooks admit some of its objects comes in two parts, <app> and
-    <app>-admitted after it, so that its webhook's backend can always be applied first. Prune is
-    off unless --prune; with it, CRDs, Namespaces, PVs and PVCs are kept as kfctl apply keeps them.
-    Output is deterministic; with --output-dir, one file per object plus a kustomization.yaml,
-    and stale files of an earlier export are removed. For Argo CD it also writes argocd-cm.yaml,
-    the health checks sync waves need (Application, Kubeflow's kinds): apply it with
-    `kubectl apply --server-side --field-manager=kfctl -f argocd-cm.yaml`.
+    Each builds APPDIR/kustomize/<app>/ from your git repository (commit `kfctl generate`'s output
+    first), in the component graph's order: Argo CD sync waves (for a parent app-of-apps), Flux
+    dependsOn with wait: true. An application whose own webhooks admit some of its objects comes in
+    two parts, <app> and <app>-admitted. --output-dir writes one file per object, a kustomization.yaml
+    (stale files removed) and for Argo CD argocd-cm.yaml, the health checks the waves need: apply it
+    with `kubectl apply --server-side --field-manager=kfctl -f argocd-cm.yaml`.
 
-    --format argocd-plugin is for a repository holding only kfdef.yaml and kfdef.lock: Argo CD's
-    repo-server renders it with a kfctl sidecar (a Config Management Plugin running
-    `kfctl generate . --stdout`). It exports the plugin's ConfigMap, one Application for the platform
-    and, with --output-dir, argocd-cm.yaml and the sidecar's patch of argocd-repo-server.
+    --format argocd-plugin: a repository of kfdef.yaml and kfdef.lock alone, rendered by a kfctl
+    sidecar of Argo CD's repo-server (the plugin's ConfigMap, an Application, the sidecar's patch).
+
+    --fleet SELECTOR: applicationset.yaml, applied instead of a parent, makes a parent <cluster>-<name>
+    of --output-dir for each Argo CD cluster Secret with those labels, its children pointed at that
+    cluster; the Secret's annotation kfctl.kubeflow.org/APP.NAME overrides a --fleet-parameter.
 
     \b
     Examples:
@@ -85,6 +101,8 @@ def export_cmd(
           --revision refs/tags/v1.2.0 --output-dir demo/flux
       kfctl export demo --format argocd-plugin --repo-url https://git.example.com/ml/platform.git \\
           --plugin-image registry.example.com/kfctl:1.0 --output-dir argocd
+      kfctl export clusters/prod --format argocd --path clusters/prod --output-dir argocd/prod \\
+          --repo-url https://git.example.com/ml/platform.git --fleet kubeflow.org/fleet=prod
     """
     opts = get_options()
     kfdef = resolve_kfdef(app_dir, kfdef_file)
@@ -96,7 +114,12 @@ def export_cmd(
         namespace=namespace,
         prune=prune,
         interval=interval,
+        fleet=fleet,
+        fleet_parameters=fleet_parameters,
     )
+    argocd_fleet.check_options(fleet, fleet_parameters, fmt)
+    if fleet is not None:
+        options = replace(options, fleet_path=argocd_fleet.source_path(kfdef.app_dir, repo_path, output_dir))
     if plugin_image and fmt != "argocd-plugin":
         raise UsageError("--plugin-image goes with --format argocd-plugin")
     if fmt == "argocd-plugin":

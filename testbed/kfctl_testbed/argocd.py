@@ -1,6 +1,7 @@
-"""Helpers for the Argo CD e2e test (no tests here): Argo CD's real application controller and repo-server as
-processes against a cluster, with Redis from Debian's redis-server, their CRDs and settings, and what the
-Applications say.
+"""Helpers for the Argo CD e2e test (no tests here): Argo CD's real application controller and repo-server (and,
+for a fleet, its ApplicationSet controller) as processes against a cluster, with Redis from Debian's
+redis-server, their CRDs and settings, the cluster Secrets that register clusters, and what the Applications
+say.
 
 The one binary `e2e/build-binaries --argocd` builds from Argo CD's Go module runs as each component by
 $ARGOCD_BINARY_NAME (what its basename would select), with the cluster's admin kubeconfig (as Argo CD's own
@@ -15,7 +16,7 @@ address, only its port is a flag; the socket shows as [::], tcp6); `non_loopback
 ALL_INTERFACES_LISTENER, the only socket the test allows (it dials nothing).
 
 What Argo CD's own install would also create and the controller needs: the argoproj.io CRDs (Application,
-AppProject: generated from the module by e2e/gen-gitops-crds), the `argocd` namespace, the argocd-cm,
+ApplicationSet, AppProject: generated from the module by e2e/gen-gitops-crds), the `argocd` namespace, the argocd-cm,
 argocd-rbac-cm and argocd-secret it reads its settings from (labelled app.kubernetes.io/part-of: argocd, the
 label its settings informer selects), and the `default` AppProject, which argocd-server creates at start-up
 in a real install. Each process is recorded with its start time in a state.json of its own (localcluster's
@@ -25,6 +26,7 @@ Proc/State), so it is stopped by its pid, never by name.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import shutil
@@ -43,10 +45,12 @@ from kfctl_testbed.flux import kubectl
 from kfctl_testbed.poll import PollTimeout, poll
 
 CRDS = localcluster.E2E / "crds" / "argocd.yaml"
-CRD_NAMES = ("applications.argoproj.io", "appprojects.argoproj.io")
+CRD_NAMES = ("applications.argoproj.io", "applicationsets.argoproj.io", "appprojects.argoproj.io")
 NAMESPACE = "argocd"
 BINARIES = ("argocd", "kustomize")
 APPLICATIONS = f"/apis/argoproj.io/v1alpha1/namespaces/{NAMESPACE}/applications"
+APPLICATIONSETS = f"/apis/argoproj.io/v1alpha1/namespaces/{NAMESPACE}/applicationsets"
+IN_CLUSTER = "https://kubernetes.default.svc"
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 PART_OF = {"app.kubernetes.io/part-of": "argocd"}
 ALL_INTERFACES_LISTENER = "argocd-application-controller: metrics on 0.0.0.0 (hard-coded by Argo CD)"
@@ -152,21 +156,70 @@ class ArgoCD:
         ]
 
 
+def cluster_secret(
+    name: str,
+    *,
+    kubeconfig: str | None,
+    labels: Mapping[str, str] = {},
+    annotations: Mapping[str, str] = {},
+) -> dict[str, Any]:
+    """A cluster registered declaratively, as `argocd cluster add` would: a Secret labelled
+    ``argocd.argoproj.io/secret-type: cluster`` with ``name``, ``server`` and ``config`` (Argo CD's
+    ClusterConfig JSON: the kubeconfig's CA and client certificate, base64 as in the kubeconfig). Without
+    ``kubeconfig``: the cluster Argo CD runs against, ``https://kubernetes.default.svc`` (its own kubeconfig under
+    ARGOCD_FAKE_IN_CLUSTER), so that a label can select it."""
+    if kubeconfig is None:
+        server, config = IN_CLUSTER, {"tlsClientConfig": {"insecure": False}}
+    else:
+        doc = yaml.safe_load(Path(kubeconfig).read_text())
+        cluster = doc["clusters"][0]["cluster"]
+        user = doc["users"][0]["user"]
+        server = cluster["server"]
+        config = {
+            "tlsClientConfig": {
+                "caData": cluster["certificate-authority-data"],
+                "certData": user["client-certificate-data"],
+                "keyData": user["client-key-data"],
+            }
+        }
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": f"cluster-{name}",
+            "namespace": NAMESPACE,
+            "labels": {"argocd.argoproj.io/secret-type": "cluster", **labels},
+            "annotations": dict(annotations),
+        },
+        "stringData": {"name": name, "server": server, "config": json.dumps(config)},
+    }
+
+
 @contextlib.contextmanager
 def run_argocd(
-    kubeconfig: str, workdir: Path, *, resync: int = 20, plugin_config: Path | None = None
+    kubeconfig: str,
+    workdir: Path,
+    *,
+    resync: int = 20,
+    plugin_config: Path | None = None,
+    applicationsets: bool = False,
 ) -> Iterator[ArgoCD]:
     """Start redis-server, argocd-repo-server and argocd-application-controller; stop them when the block ends.
     ``resync``: the controller's --app-resync, seconds between two comparisons of an Application with git and
     the cluster (Argo CD's default: 120). ``plugin_config``: a directory holding a Config Management Plugin's
     plugin.yaml, served by argocd-cmp-server (the repo-server's sidecar in a real install) started first, with
     kfctl (this Python's scripts) and Argo CD's kustomize on its PATH, the plugins' sockets in the workdir and
-    KFCTL_PLUGIN_CACHE there (the plugin's cache volume)."""
+    KFCTL_PLUGIN_CACHE there (the plugin's cache volume). ``applicationsets``: also argocd-applicationset-controller
+    (its metrics, health probes and webhook on 127.0.0.1, no leader election), which makes the Applications of the
+    ApplicationSets in the namespace."""
     bin_dir = require_argocd()
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "tmp").mkdir(exist_ok=True)
     state = localcluster.State(backend="argocd", state_dir=str(workdir), kubeconfig=kubeconfig)
-    names = ("redis", "repo-server", "repo-metrics", "controller-metrics", "commit-server")
+    names = (
+        "redis", "repo-server", "repo-metrics", "controller-metrics", "commit-server",
+        "appset-metrics", "appset-probe", "appset-webhook",
+    )  # fmt: skip
     ports = dict(zip(names, localcluster.free_ports(len(names)), strict=True))
     state.ports = ports
     redis = f"127.0.0.1:{ports['redis']}"
@@ -213,12 +266,25 @@ def run_argocd(
             "--repo-error-grace-period-seconds", str(resync),
         ],
     }  # fmt: skip
+    if applicationsets:
+        argv["argocd-applicationset-controller"] = [
+            str(bin_dir / "argocd"),
+            "--kubeconfig", kubeconfig, "--namespace", NAMESPACE,
+            "--argocd-repo-server", repo_server, "--repo-server-plaintext",
+            "--metrics-addr", f"127.0.0.1:{ports['appset-metrics']}",
+            "--probe-addr", f"127.0.0.1:{ports['appset-probe']}",
+            "--webhook-addr", f"127.0.0.1:{ports['appset-webhook']}",
+            "--enable-scm-providers=false", "--loglevel", "info", "--logformat", "text",
+        ]  # fmt: skip
     ready = {
         "argocd-cmp-server": lambda: any(p.suffix == ".sock" for p in (workdir / "plugins").iterdir()),
         "redis-server": lambda: _redis_pong(ports["redis"]),
         "argocd-repo-server": lambda: localcluster.http_ok(f"http://127.0.0.1:{ports['repo-metrics']}/metrics"),
         "argocd-application-controller": lambda: localcluster.http_ok(
             f"http://127.0.0.1:{ports['controller-metrics']}/healthz"
+        ),
+        "argocd-applicationset-controller": lambda: localcluster.http_ok(
+            f"http://127.0.0.1:{ports['appset-metrics']}/metrics"
         ),
     }
     argocd = ArgoCD(state, {})

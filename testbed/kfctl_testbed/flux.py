@@ -190,6 +190,15 @@ def new_repo(root: Path, server: gitserver.GitServer, name: str) -> Repo:
     return Repo(work, server.url(name))
 
 
+@contextlib.contextmanager
+def served_repo(root: Path, name: str = "platform") -> Iterator[Repo]:
+    """A new repository under ``root`` (bare in root/served, working copy in root/work), served on 127.0.0.1 by
+    the loopback git server while the block runs."""
+    (root / "served").mkdir()
+    with gitserver.serve(root / "served") as server:
+        yield new_repo(root, server, name)
+
+
 # --- what the Kustomizations say ---------------------------------------------------------------------------------
 
 
