@@ -8,8 +8,8 @@ registers clusters, by cluster Secrets: `in-cluster` (https://kubernetes.default
 cluster) labelled with the fleet's selector, and `b` (the second API server on 127.0.0.1, its kubeconfig's
 client certificate) annotated `kfctl.kubeflow.org/notebook-controller.clusterDomain: fleet-b.local` and at first
 not labelled. The platform is `kfctl init --platform kind` cut to common and the notebook controller (two waves;
-a platform of cert-manager, common and KServe, three waves with KServe in two parts, passed the same checks in
-708 s under load 22-36 and is kept out for time), with the notebook controller's clusterDomain set to
+with cert-manager, common and KServe instead, three waves with KServe in two parts, tests 2 and 3 passed, 708 s
+to healthy under load 22-36, kept out for time), with the notebook controller's clusterDomain set to
 cluster.local in the KfDef; it is generated, exported with `--fleet kubeflow.org/fleet=e2e --fleet-parameter
 notebook-controller.clusterDomain --prune`, committed and pushed once, and the export's applicationset.yaml
 applied.
