@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
+from harness import poll
 from kfctl_testbed import flux as flux_support
 
 from kfctl import yamlio
@@ -29,7 +30,9 @@ pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parent.parent
 CRDS = Path(__file__).resolve().parent / "crds"
-CRD_NAMES = ("applications.argoproj.io", "appprojects.argoproj.io", *flux_support.CRD_NAMES)
+CRD_NAMES = (
+    "applications.argoproj.io", "applicationsets.argoproj.io", "appprojects.argoproj.io", *flux_support.CRD_NAMES
+)  # fmt: skip
 
 
 def kubectl(kubeconfig: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -60,10 +63,15 @@ def test_the_crds_are_what_the_engines_go_types_generate() -> None:
 def gitops_crds(kubeconfig: str) -> str:
     out = kubectl(kubeconfig, "apply", "--server-side", "--field-manager=kfctl-e2e", "-f", str(CRDS))
     assert out.returncode == 0, out.stderr
-    waited = kubectl(
-        kubeconfig, "wait", "--for=condition=Established", "--timeout=60s", *(f"crd/{n}" for n in CRD_NAMES)
+    # Polled: `kubectl wait --for=condition=Established` on a CRD just created fails while it has no conditions yet
+    # (".status.conditions accessor error: <nil> is of the type <nil>", seen with the large ApplicationSet CRD).
+    established = ("wait", "--for=condition=Established", "--timeout=60s", *(f"crd/{n}" for n in CRD_NAMES))
+    poll(
+        lambda: kubectl(kubeconfig, *established).returncode == 0,
+        timeout=120,
+        interval=1,
+        what="the engines' CRDs to be Established",
     )
-    assert waited.returncode == 0, waited.stderr
     namespaces = "".join(
         f"---\napiVersion: v1\nkind: Namespace\nmetadata: {{name: {n}}}\n" for n in ("argocd", "flux-system")
     )
@@ -115,6 +123,28 @@ def test_export_passes_a_strict_server_side_dry_run(gitops_crds: str, app_dir: P
         broken["spec"]["syncPolicy"]["automated"]["prune"] = "yes"
     else:
         broken["spec"]["sourceRef"]["kind"] = "HelmRepository"
+    refused = dry_run(gitops_crds, "-f", "-", stdin=yaml.safe_dump(broken))
+    assert refused.returncode != 0
+    assert "bogusField" in refused.stderr, refused.stderr
+
+
+def test_the_fleets_applicationset_passes_a_strict_server_side_dry_run(
+    gitops_crds: str, app_dir: Path, tmp_path: Path
+) -> None:
+    """--fleet's applicationset.yaml (the parents' Go templates are strings to the schema, the rest is checked)."""
+    out_dir = app_dir.parent / "argocd-fleet"
+    written = kfctl(
+        "export", str(app_dir), "--format", "argocd", "--repo-url", "https://git.example.com/ml/platform.git",
+        "--path", app_dir.name, "--prune", "--output-dir", str(out_dir), "--fleet", "kubeflow.org/fleet=prod",
+    )  # fmt: skip
+    assert written.returncode == 0, written.stderr
+    appset = out_dir / "applicationset.yaml"
+    result = dry_run(gitops_crds, "-f", str(appset))
+    assert result.returncode == 0, result.stderr
+    assert "applicationset.argoproj.io/platform created (server dry run)" in result.stdout, result.stdout
+    broken = yaml.safe_load(appset.read_text())
+    broken["spec"]["template"]["spec"]["bogusField"] = True
+    broken["spec"]["goTemplate"] = "yes"
     refused = dry_run(gitops_crds, "-f", "-", stdin=yaml.safe_dump(broken))
     assert refused.returncode != 0
     assert "bogusField" in refused.stderr, refused.stderr

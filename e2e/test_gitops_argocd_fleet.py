@@ -20,6 +20,9 @@ applied.
    cluster; every object kfctl renders exists on both API servers.
 3. The per-cluster difference: the notebook controller's ConfigMap and pod template say cluster.local on the first
    cluster (the KfDef's value) and fleet-b.local on `b` (its annotation).
+4. Last: `b`'s Secret loses the label. The ApplicationSet deletes b's parent, whose finalizer deletes its
+   children, whose finalizers (--prune) delete what they applied on `b` but for what kfctl keeps (Namespaces,
+   CRDs); the first cluster's Applications stay Synced and Healthy.
 """
 
 from __future__ import annotations
@@ -33,13 +36,13 @@ from typing import Any
 
 import pytest
 import yaml
-from harness import Cluster
+from harness import Cluster, poll
 from kfctl_testbed import argocd as argocd_support
 from kfctl_testbed import flux as flux_support
 from kfctl_testbed import kube_rest
 from kfctl_testbed.argocd import APPLICATIONS, APPLICATIONSETS, ArgoCD
 from kfctl_testbed.flux import Repo
-from test_gitops_argocd import live_keys, rendered_keys, run_kfctl
+from test_gitops_argocd import KEPT, live_keys, rendered_keys, run_kfctl
 
 pytestmark = pytest.mark.e2e
 
@@ -219,3 +222,28 @@ def _cluster_domains(kubeconfig: str) -> tuple[str, str]:
     deployment = json.loads(flux_support.kubectl(kubeconfig, *get, "deployment", "notebook-controller-deployment"))
     annotations = deployment["spec"]["template"]["metadata"]["annotations"]
     return config["data"]["CLUSTER_DOMAIN"], annotations["kfctl.kubeflow.org/cluster-domain"]
+
+
+def test_a_cluster_whose_label_is_removed_loses_the_platform_but_what_kfctl_keeps(fleet: Fleet) -> None:
+    kubeconfig = fleet.clusters["in-cluster"].kubeconfig
+    label = SELECTOR.split("=")[0]
+    flux_support.kubectl(kubeconfig, "-n", "argocd", "label", "secret", "cluster-b", f"{label}-")
+    argocd_support.wait_for(
+        lambda: not [a for a in fleet.api.list(APPLICATIONS) if a["metadata"]["name"].startswith("b-")],
+        api=fleet.api,
+        argocd=fleet.argocd,
+        timeout=300,
+        what="Argo CD to delete b's parent and children",
+    )
+    rendered = set().union(*(rendered_keys(fleet.app_dir, a) for a in APPS))
+    kept = {k for k in rendered if (k[0], k[1]) in KEPT}
+    assert kept and any(k[1] == "CustomResourceDefinition" for k in kept), kept
+    b = fleet.clusters["b"].kubeconfig
+    poll(
+        lambda: live_keys(b, fleet.app_dir / "rendered") == kept,
+        timeout=120,
+        what="b's objects deleted but the Namespaces and CRDs kfctl keeps",
+    )
+    names = names_for("in-cluster", exported_children(fleet.repo))
+    argocd_support.wait_all(fleet.api, names, timeout=120, argocd=fleet.argocd, revision=fleet.commit)
+    assert live_keys(kubeconfig, fleet.app_dir / "rendered") == rendered
