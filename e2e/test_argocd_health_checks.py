@@ -17,6 +17,11 @@ import pytest
 import yaml
 from kfctl_testbed import argocd as argocd_support
 
+from kfctl.catalog.load import load_catalog
+from kfctl.config.loader import load_kfdef
+from kfctl.health.registry import health_of
+from kfctl.health.waitrules import SHIPPED
+
 pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parent.parent
@@ -36,6 +41,17 @@ def argocd_binaries() -> Path:
     if not (bin_dir / "argocd").is_file():
         pytest.fail(f"no argocd in {bin_dir}: run `e2e/build-binaries --argocd` (make setup does)", pytrace=False)
     return bin_dir
+
+
+def argo_cds_verdict(bin_dir: Path, argocd_cm: Path, tmp_path: Path, obj: dict[str, Any]) -> list[str]:
+    """What `argocd admin settings resource-overrides health` prints for ``obj`` with ``argocd_cm``'s checks."""
+    (tmp_path / "obj.yaml").write_text(yaml.safe_dump(obj))
+    argv = [str(bin_dir / "argocd"), "admin", "settings", "resource-overrides", "health", "obj.yaml"]
+    argv += ["--argocd-cm-path", str(argocd_cm)]
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.splitlines()
 
 
 def _app(sync: str | None, health: str | None, message: str | None = None, failed: str = "") -> dict[str, Any]:
@@ -133,10 +149,78 @@ def test_argo_cd_evaluates_the_exported_health_checks(
     argocd_binaries: Path, exported_argocd_cm: Path, tmp_path: Path, obj: dict[str, Any], verdict: tuple[str, str]
 ) -> None:
     """Argo CD's own `argocd admin settings resource-overrides health` on the argocd-cm.yaml the export writes."""
-    (tmp_path / "obj.yaml").write_text(yaml.safe_dump(obj))
-    argv = [str(argocd_binaries / "argocd"), "admin", "settings", "resource-overrides", "health", "obj.yaml"]
-    argv += ["--argocd-cm-path", str(exported_argocd_cm)]
-    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines() == [f"STATUS: {verdict[0]}", f"MESSAGE: {verdict[1]}"]
+    assert argo_cds_verdict(argocd_binaries, exported_argocd_cm, tmp_path, obj) == [
+        f"STATUS: {verdict[0]}",
+        f"MESSAGE: {verdict[1]}",
+    ]
+
+
+# A KfDef's own wait rules (spec.waitRules): the export writes each as a health check of its kind.
+WAIT_RULES = [
+    {
+        "apiGroup": "db.example.com",
+        "kind": "Database",
+        "ready": [{"condition": "Deployed"}],
+        "failed": [{"condition": "Failed"}, {"field": "status.phase", "equals": "Error"}],
+    },
+    {"apiGroup": "example.com", "kind": "Pool", "ready": [{"field": "status.readyReplicas", "equals": 3}]},
+]
+
+
+@pytest.fixture(scope="module")
+def exported_with_wait_rules(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("argocd-cm-rules")
+    run_kfctl("init", str(root / "app"), "--platform", "kind")
+    kfdef = yaml.safe_load((root / "app" / "kfdef.yaml").read_text())
+    kfdef["spec"]["waitRules"] = WAIT_RULES
+    (root / "app" / "kfdef.yaml").write_text(yaml.safe_dump(kfdef, sort_keys=False))
+    run_kfctl("export", str(root / "app"), "--format", "argocd", "--repo-url", "u", "--output-dir", str(root / "out"))
+    return root / "out" / "argocd-cm.yaml"
+
+
+DB = "db.example.com/v1"
+
+
+@pytest.mark.parametrize(
+    ("obj", "verdict"),
+    [
+        pytest.param(_obj(DB, "Database"), ("Progressing", "waiting for Deployed"), id="db-new"),
+        pytest.param(_obj(DB, "Database", {"conditions": [_cond("Deployed", "up")]}), ("Healthy", "up"), id="db-up"),
+        pytest.param(
+            _obj(DB, "Database", {"phase": "Error", "conditions": [_cond("Deployed", "up")]}),
+            ("Degraded", "status.phase is Error"),
+            id="db-failed-field-first",
+        ),
+        pytest.param(
+            _obj(DB, "Database", {"conditions": [_cond("Failed", "disk full")]}),
+            ("Degraded", "disk full"),
+            id="db-fail",
+        ),
+        pytest.param(
+            _obj(DB, "Database", {"conditions": [_cond("Deployed", "no", "False")]}),
+            ("Progressing", "waiting for Deployed"),
+            id="db-deploying",
+        ),
+        pytest.param(
+            _obj("example.com/v1", "Pool", {"readyReplicas": 3}),
+            ("Healthy", "status.readyReplicas is 3"),
+            id="number-as-text",
+        ),
+        pytest.param(
+            _obj("example.com/v1", "Pool", {"readyReplicas": 2}),
+            ("Progressing", "waiting for status.readyReplicas=3"),
+            id="number-not-yet",
+        ),
+    ],
+)
+def test_argo_cd_evaluates_a_kfdefs_wait_rules_as_kfctl_does(
+    argocd_binaries: Path, exported_with_wait_rules: Path, tmp_path: Path, obj: dict[str, Any], verdict: tuple[str, str]
+) -> None:
+    """The same objects, judged by kfctl (kfctl.health.waitrules) and by Argo CD on the exported check, agree."""
+    assert argo_cds_verdict(argocd_binaries, exported_with_wait_rules, tmp_path, obj) == [
+        f"STATUS: {verdict[0]}",
+        f"MESSAGE: {verdict[1]}",
+    ]
+    kfdef = load_kfdef(exported_with_wait_rules.parent.parent / "app" / "kfdef.yaml", load_catalog())
+    kfctl = health_of(obj, age_seconds=60.0, wait_rules=SHIPPED.with_overrides(kfdef.wait_rules))
+    assert {"ready": "Healthy", "failed": "Degraded", "progressing": "Progressing"}[kfctl.state] == verdict[0], kfctl

@@ -479,3 +479,21 @@ def test_argocd_cm_snippet_holds_the_health_checks_in_argo_cds_key_format(tmp_pa
         "resource.customizations.health.trainer.kubeflow.org_TrainJob",
     ]
     assert export(kfdef, catalog, ExportOptions(format="flux", repo_url="u")).files == ()
+
+
+def test_a_kfdefs_wait_rules_become_argo_cds_health_checks_of_their_kinds(tmp_path: Path, catalog: Catalog) -> None:
+    """spec.waitRules reach Argo CD: each rule's kind gets the check rule_health_check writes (Argo CD's own verdicts on
+    it: e2e/test_argocd_health_checks.py); a rule for a kind kfctl has a check for replaces it."""
+    rules = """\
+  waitRules:
+    - {apiGroup: db.example.com, kind: Database, ready: [{condition: Deployed}]}
+    - {apiGroup: kubeflow.org, kind: TFJob, ready: [{field: status.phase, equals: Done}]}
+"""
+    kfdef = kfdef_from(tmp_path, SMALL + rules, catalog)
+    [(_, text)] = export(kfdef, catalog, ExportOptions(format="argocd", repo_url="u")).files
+    data = yaml.safe_load(text)["data"]
+    database, tfjob = kfdef.wait_rules
+    assert data["resource.customizations.health.db.example.com_Database"] == argocd_settings.rule_health_check(database)
+    assert data["resource.customizations.health.kubeflow.org_TFJob"] == argocd_settings.rule_health_check(tfjob)
+    assert 'if text({"status", "phase"}) == "Done" then' in data["resource.customizations.health.kubeflow.org_TFJob"]
+    assert len(data) == 12  # kfctl's 11 and the Database's

@@ -190,7 +190,7 @@ def export_plugin(kfdef: KfDef, options: ExportOptions, image: str) -> ExportRes
         waves={},
         missing=(),
         files=(
-            ("argocd-cm.yaml", dump_documents([argocd_settings.argocd_cm(namespace)])),
+            ("argocd-cm.yaml", dump_documents([argocd_settings.argocd_cm(namespace, kfdef.wait_rules)])),
             (REPO_SERVER_PATCH, dump_documents([patch])),
         ),
     )

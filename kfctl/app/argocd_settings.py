@@ -7,7 +7,8 @@
 - an ``argocd-cm`` snippet (``argocd-cm.yaml`` of the export directory, not among its resources: it belongs
   to Argo CD's own ConfigMap): Lua health checks for ``argoproj.io/Application`` (Argo CD 1.8 dropped its
   own, and without one a parent app-of-apps does not wait for a wave's children to be healthy before it
-  syncs the next) and for Kubeflow's kinds Argo CD has none for. Server-side apply merges the snippet's keys
+  syncs the next), for Kubeflow's kinds Argo CD has none for, and for the kinds of the KfDef's own wait rules
+  (``spec.waitRules``, written by :func:`rule_health_check`). Server-side apply merges the snippet's keys
   into an existing argocd-cm and leaves the others:
   ``kubectl apply --server-side --field-manager=kfctl -f argocd-cm.yaml``.
 
@@ -172,9 +173,86 @@ def ignore_differences(objects: Iterable[Obj] | None) -> list[dict[str, Any]]:
     ]
 
 
-def argocd_cm(namespace: str) -> dict[str, Any]:
-    """The argocd-cm snippet: one health check per kind, keys sorted."""
-    data = {HEALTH_KEY.format(group=g, kind=k): lua for (g, k), lua in sorted(HEALTH_CHECKS.items())}
+# A KfDef's own wait rule (spec.waitRules) in Argo CD's words: its failed matches first (Degraded), then its ready
+# ones (Healthy), else Progressing, as kfctl.health.waitrules judges it. A condition's message (or reason) is the
+# verdict's message; a field compares as text, as kfctl compares it (true/false lower-case, a number as written).
+# A field's path is written out as a table of its parts: Argo CD runs health checks without Lua's string library.
+_RULE = """\
+hs = {{status = "Progressing", message = {waiting}}}
+local function condition(t)
+  if obj.status == nil or obj.status.conditions == nil then
+    return nil
+  end
+  for _, c in ipairs(obj.status.conditions) do
+    if c.type == t then
+      return c
+    end
+  end
+  return nil
+end
+local function text(path)
+  local v = obj
+  for _, part in ipairs(path) do
+    if type(v) ~= "table" then
+      return ""
+    end
+    v = v[part]
+  end
+  if v == nil or type(v) == "table" then
+    return ""
+  end
+  return tostring(v)
+end
+{matches}return hs
+"""
+
+_CONDITION_MATCH = """\
+do
+  local c = condition({type})
+  if c ~= nil and c.status == {status} then
+    hs.status = "{verdict}"
+    hs.message = c.message or c.reason or {type}
+    return hs
+  end
+end
+"""
+
+_FIELD_MATCH = """\
+if text({field}) == {equals} then
+  hs.status = "{verdict}"
+  hs.message = {said}
+  return hs
+end
+"""
+
+
+def _lua(text: str) -> str:
+    """``text`` as a Lua string literal."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
+    return f'"{escaped}"'
+
+
+def rule_health_check(rule: WaitRule) -> str:
+    """The Lua health check that says of an object what ``rule`` says (Degraded for failed, Healthy for ready)."""
+    matches = []
+    for verdict, group in (("Degraded", rule.failed), ("Healthy", rule.ready)):
+        for m in group:
+            if m.condition:
+                matches.append(_CONDITION_MATCH.format(type=_lua(m.condition), status=_lua(m.status), verdict=verdict))
+            else:
+                said = _lua(f"{m.field} is {m.equals}")
+                path = "{" + ", ".join(_lua(part) for part in m.field.split(".")) + "}"
+                matches.append(_FIELD_MATCH.format(field=path, equals=_lua(m.equals), verdict=verdict, said=said))
+    awaited = " or ".join(m.describe() for m in rule.ready)
+    waiting = f"waiting for {awaited}" if awaited else "waiting for a failure to be reported"
+    return _RULE.format(waiting=_lua(waiting), matches="".join(matches))
+
+
+def argocd_cm(namespace: str, rules: Iterable[WaitRule] = ()) -> dict[str, Any]:
+    """The argocd-cm snippet: one health check per kind, keys sorted; ``rules`` (a KfDef's spec.waitRules) add
+    their kinds or replace kfctl's check of them."""
+    checks = HEALTH_CHECKS | {(r.group, r.kind): rule_health_check(r) for r in rules}
+    data = {HEALTH_KEY.format(group=g, kind=k): lua for (g, k), lua in sorted(checks.items())}
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",

@@ -175,7 +175,7 @@ def export(kfdef: KfDef, catalog: Catalog, options: ExportOptions) -> ExportResu
             _argocd_application(kfdef, part, waves[part.name], options, namespace, fleet) for part in parts.values()
         ]
         # Argo CD's own settings, not among the export's resources: argocd-cm.yaml (kfctl.app.argocd_settings).
-        files = (("argocd-cm.yaml", dump_documents([argocd_settings.argocd_cm(namespace)])),)
+        files = (("argocd-cm.yaml", dump_documents([argocd_settings.argocd_cm(namespace, kfdef.wait_rules)])),)
         if options.fleet is not None:
             # Not among the resources either: the ApplicationSet makes the parents that sync this directory.
             files += ((argocd_fleet.FLEET_FILE, dump_documents([_argocd_fleet(kfdef, options, namespace, fleet)])),)

@@ -274,7 +274,8 @@ FIELDS: tuple[FieldDoc, ...] = (
         "PersistentVolumeClaim) cannot be replaced. A kind without a rule is judged by kstatus' conventions "
         "(`Ready`, `Stalled`, `Reconciling`). Judged in order: the controller has not observed the latest "
         "generation → waiting; the first `failed` match that holds → failed; the first `ready` match → healthy; "
-        "else waiting.",
+        "else waiting. `kfctl export --format argocd` writes each rule as Argo CD's health check of its kind "
+        "(argocd-cm.yaml), so an Application's wave waits the same way.",
         "waitRules:\n  - apiGroup: db.example.com\n    kind: Database\n    ready: [{condition: Deployed}]\n"
         "    failed: [{condition: Failed}, {field: status.phase, equals: Error}]",
     ),
