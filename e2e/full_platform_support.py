@@ -52,9 +52,16 @@ def no_network() -> Iterator[None]:
 @contextmanager
 def served(mirror: upstream_mirror.Mirror) -> Iterator[list[str]]:
     """The mirror's servers running, no network beyond them; the `--mirror` flags that lead kfctl there."""
+    with served_files(mirror) as (flags, _):
+        yield flags
+
+
+@contextmanager
+def served_files(mirror: upstream_mirror.Mirror) -> Iterator[tuple[list[str], fileserver.FileServer]]:
+    """As `served`, and the file server (its ``requests``: what was fetched from it)."""
     with no_network(), gitserver.serve(mirror.git_root) as git_server, fileserver.serve(mirror.files_root) as files:
         pairs = upstream_mirror.Mirror.mirrors(f"http://127.0.0.1:{git_server.port}/", files.base)
-        yield [arg for prefix, location in pairs for arg in ("--mirror", f"{prefix}={location}")]
+        yield [arg for prefix, location in pairs for arg in ("--mirror", f"{prefix}={location}")], files
 
 
 def unpack_release(version: str, root: Path) -> Path:

@@ -82,6 +82,7 @@ def test_export_writes_the_plugin_the_application_and_the_repo_servers_patch(tmp
         "ValidatingWebhookConfiguration",
         "CustomResourceDefinition",
         "APIService",
+        "ClusterRole",
     ]
     configmap = yaml.safe_load((tmp_path / "argocd" / "configmap-kfctl-cmp-plugin.yaml").read_text())
     assert yaml.safe_load(configmap["data"]["plugin.yaml"]) == plugin_config()

@@ -399,6 +399,17 @@ WEBHOOK_CA = [".webhooks[]?.clientConfig.caBundle"]
             id="a-validating-webhook",
         ),
         pytest.param(
+            [("rbac.authorization.k8s.io/v1", "ClusterRole"), ("rbac.authorization.k8s.io/v1", "Role")],
+            [
+                {
+                    "group": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "jqPathExpressions": ["select(.aggregationRule != null) | .rules"],
+                }
+            ],
+            id="cluster-roles-rules-only-where-aggregated",
+        ),
+        pytest.param(
             [
                 ("apiregistration.k8s.io/v1", "APIService"),
                 ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
@@ -422,7 +433,7 @@ WEBHOOK_CA = [".webhooks[]?.clientConfig.caBundle"]
         ),
     ],
 )
-def test_argocd_ignores_the_ca_bundles_others_fill_in(
+def test_argocd_ignores_the_fields_others_fill_in(
     kinds: list[tuple[str, str]], ignored: list[dict[str, object]]
 ) -> None:
     objects = [{"apiVersion": a, "kind": k, "metadata": {"name": f"o{i}"}} for i, (a, k) in enumerate(kinds)]

@@ -52,8 +52,9 @@ PLUGIN_SOCKETS = "/home/argocd/cmp-server/plugins"
 # command points the checkout's .cache/ (git-ignored) at a volume that outlives one render.
 CACHE = "/var/cache/kfctl"
 CACHE_ENV = "KFCTL_PLUGIN_CACHE"  # the sidecar's environment may move it (the test bed's cmp-server does)
-# How long one render may take; the repo-server waits as long (ARGOCD_EXEC_TIMEOUT there, and the controller's
-# controller.repo.server.timeout.seconds, docs/gitops.md).
+# The sidecar's ARGOCD_EXEC_TIMEOUT, which Argo CD's documentation names for plugin commands; v3.2.11's
+# argocd-cmp-server does not apply it: the controller's controller.repo.server.timeout.seconds bounds a render
+# (docs/gitops.md, "Timeouts").
 EXEC_TIMEOUT = "5m"
 # The Application's spec.source.plugin.env (Argo CD passes it as ARGOCD_ENV_<name>): space-separated
 # URL_PREFIX=LOCATION mirrors, before the KfDef's spec.mirrors (a cluster whose mirror is not the repo's).

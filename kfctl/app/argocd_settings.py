@@ -2,7 +2,8 @@
 
 - ``ignoreDifferences`` for the fields another controller owns in kfctl's objects: the ``caBundle`` of webhook
   configurations, CRD conversion webhooks and APIServices, which cert-manager's cainjector (or the component's
-  own controller) fills in after kfctl renders it empty. Without them Argo CD shows the Application OutOfSync
+  own controller) fills in after kfctl renders it empty, and the rules of aggregated ClusterRoles, which
+  Kubernetes' aggregation controller fills in. Without them Argo CD shows the Application OutOfSync
   forever and its next sync writes the empty value back; with ``RespectIgnoreDifferences`` the sync leaves them.
 - an ``argocd-cm`` snippet (``argocd-cm.yaml`` of the export directory, not among its resources: it belongs
   to Argo CD's own ConfigMap): Lua health checks for ``argoproj.io/Application`` (Argo CD 1.8 dropped its
@@ -33,6 +34,9 @@ OWNED_BY_OTHERS: dict[tuple[str, str], tuple[str, ...]] = {
     ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): (".webhooks[]?.clientConfig.caBundle",),
     ("apiextensions.k8s.io", "CustomResourceDefinition"): (".spec.conversion.webhook.clientConfig.caBundle",),
     ("apiregistration.k8s.io", "APIService"): (".spec.caBundle",),
+    # An aggregated ClusterRole's rules are the aggregation controller's (kfctl renders them empty, as upstream's
+    # kubeflow-admin/edit/view); a ClusterRole without aggregationRule keeps its rules compared.
+    ("rbac.authorization.k8s.io", "ClusterRole"): ("select(.aggregationRule != null) | .rules",),
 }
 
 # A child Application is healthy to its parent once it is Synced and its own health is Healthy; until then it is

@@ -33,7 +33,7 @@ import shutil
 import socket
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +138,31 @@ class ArgoCD:
 
     state: localcluster.State
     logs: dict[str, Path]
+    argvs: dict[str, list[str]] = field(default_factory=dict)  # each process's first argv, by name
+    envs: dict[str, dict[str, str]] = field(default_factory=dict)  # and its environment
+    ready: dict[str, Callable[[], bool]] = field(default_factory=dict)
+
+    def proc(self, name: str) -> localcluster.Proc:
+        [proc] = [p for p in self.state.procs if p.name == name]
+        return proc
+
+    def stop(self, name: str) -> int:
+        """Stop one process (``redis-server``, …) by its recorded pid; its pid. `alive` is False until `start`."""
+        proc = self.proc(name)
+        left = localcluster.stop_procs([proc])
+        assert not left, f"{name} (pid {proc.pid}) did not stop"
+        return proc.pid
+
+    def start(self, name: str, *extra: str) -> int:
+        """Start a process `stop` stopped again, with its first argv (and ``extra`` arguments after it: a flag
+        given twice takes the last value) and environment, and wait until it is ready; its new pid, recorded in
+        the state in place of the old one."""
+        old = self.proc(name)
+        assert not localcluster.alive(old), f"{name} (pid {old.pid}) is still running"
+        self.state.procs.remove(old)
+        proc = localcluster.spawn(self.state, name, [*self.argvs[name], *extra], env=self.envs[name])
+        localcluster.wait_for(f"{name} to be ready again", self.ready[name], timeout=90, procs=[proc])
+        return proc.pid
 
     def log_tail(self, lines: int = 40) -> str:
         return "\n".join(f"--- {name}:\n{localcluster.tail(str(path), lines)}" for name, path in self.logs.items())
@@ -203,6 +228,7 @@ def run_argocd(
     resync: int = 20,
     plugin_config: Path | None = None,
     applicationsets: bool = False,
+    plugin_loglevel: str = "info",
 ) -> Iterator[ArgoCD]:
     """Start redis-server, argocd-repo-server and argocd-application-controller; stop them when the block ends.
     ``resync``: the controller's --app-resync, seconds between two comparisons of an Application with git and
@@ -211,7 +237,8 @@ def run_argocd(
     kfctl (this Python's scripts) and Argo CD's kustomize on its PATH, the plugins' sockets in the workdir and
     KFCTL_PLUGIN_CACHE there (the plugin's cache volume). ``applicationsets``: also argocd-applicationset-controller
     (its metrics, health probes and webhook on 127.0.0.1, no leader election), which makes the Applications of the
-    ApplicationSets in the namespace."""
+    ApplicationSets in the namespace. ``plugin_loglevel``: the cmp-server's; at ``debug`` it logs each plugin
+    command's duration (and its output), by execID (`plugin_commands`)."""
     bin_dir = require_argocd()
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "tmp").mkdir(exist_ok=True)
@@ -237,7 +264,9 @@ def run_argocd(
     (workdir / "plugins").mkdir(exist_ok=True)
     argv: dict[str, list[str]] = {}
     if plugin_config is not None:
-        argv["argocd-cmp-server"] = [str(bin_dir / "argocd"), "--config-dir-path", str(plugin_config)]
+        argv["argocd-cmp-server"] = [
+            str(bin_dir / "argocd"), "--config-dir-path", str(plugin_config), "--loglevel", plugin_loglevel,
+        ]  # fmt: skip
     argv |= {
         "redis-server": [
             str(shutil.which("redis-server")),
@@ -276,7 +305,7 @@ def run_argocd(
             "--webhook-addr", f"127.0.0.1:{ports['appset-webhook']}",
             "--enable-scm-providers=false", "--loglevel", "info", "--logformat", "text",
         ]  # fmt: skip
-    ready = {
+    ready: dict[str, Callable[[], bool]] = {
         "argocd-cmp-server": lambda: any(p.suffix == ".sock" for p in (workdir / "plugins").iterdir()),
         "redis-server": lambda: _redis_pong(ports["redis"]),
         "argocd-repo-server": lambda: localcluster.http_ok(f"http://127.0.0.1:{ports['repo-metrics']}/metrics"),
@@ -287,16 +316,59 @@ def run_argocd(
             f"http://127.0.0.1:{ports['appset-metrics']}/metrics"
         ),
     }
-    argocd = ArgoCD(state, {})
+    argocd = ArgoCD(state, {}, ready=ready)
     try:
         for name, args in argv.items():
             extra = _cmp_server_env(workdir) if name == "argocd-cmp-server" else {}
-            proc = localcluster.spawn(state, name, args, env={**env, **extra, "ARGOCD_BINARY_NAME": name})
+            argocd.argvs[name], argocd.envs[name] = args, {**env, **extra, "ARGOCD_BINARY_NAME": name}
+            proc = localcluster.spawn(state, name, args, env=argocd.envs[name])
             argocd.logs[name] = Path(proc.log)
             localcluster.wait_for(f"{name} to be ready", ready[name], timeout=90, procs=state.procs)
         yield argocd
     finally:
         localcluster.stop_procs(state.procs)
+
+
+def plugin_config_dir(export: Path, directory: Path) -> Path:
+    """``directory`` holding the plugin.yaml of the ConfigMap `kfctl export --format argocd-plugin` wrote into
+    ``export`` (what the sidecar mounts), for run_argocd's ``plugin_config``."""
+    configmap = yaml.safe_load((export / "configmap-kfctl-cmp-plugin.yaml").read_text())
+    directory.mkdir(parents=True)
+    (directory / "plugin.yaml").write_text(configmap["data"]["plugin.yaml"])
+    return directory
+
+
+@dataclass(frozen=True)
+class PluginCommand:
+    """One command the cmp-server ran for a render (the plugin's init or generate), from its JSON log."""
+
+    exec_id: str
+    command: str  # as the cmp-server logs it
+    seconds: float | None  # None: it failed, or the log is not at debug level
+    stderr: str = ""  # what it wrote to stderr, when it succeeded
+
+
+def plugin_commands(log: Path) -> list[PluginCommand]:
+    """Every plugin command in the cmp-server's JSON ``log`` (ArgoCD.logs), in order: its start line (info) names
+    the command, a line of its end (debug) the duration in nanoseconds, another (info, on success) its stderr."""
+    started: dict[str, str] = {}
+    took: dict[str, float] = {}
+    stderr: dict[str, str] = {}
+    for line in log.read_text().splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        exec_id = entry.get("execID") if isinstance(entry, dict) else None
+        if not exec_id:
+            continue
+        if "dir" in entry:
+            started[exec_id] = str(entry.get("msg", ""))
+        elif "duration" in entry:
+            took[exec_id] = float(entry["duration"]) / 1e9
+        elif "stderr" in entry:
+            stderr[exec_id] = str(entry["stderr"])
+    return [PluginCommand(e, c, took.get(e), stderr.get(e, "")) for e, c in started.items()]
 
 
 def _cmp_server_env(workdir: Path) -> dict[str, str]:

@@ -1,0 +1,266 @@
+"""Faults of a git repository holding only a KfDef and its lock, deployed by Argo CD's real controller through
+kfctl's Config Management Plugin (docs/gitops.md, "A repository holding only a KfDef"; issue 49's faults).
+
+The KfDef is part of upstream's v1.11.0 release (`kfctl init --upstream v1.11.0`, keeping the applications of
+APPS), whose archive kfctl fetches and pins in kfdef.lock. The release is served on 127.0.0.1 by the session's
+mirror (full_platform_support.served_files); the plugin reaches it through the Application's
+`spec.source.plugin.env` entry KFCTL_MIRRORS, as docs/gitops.md says, not through the KfDef. Argo CD's
+application controller, repo-server, argocd-cmp-server (at debug level: it logs each plugin command's duration)
+and Redis run as processes (kfctl_testbed.argocd), on a cluster of the module's own.
+
+1. kfdef.yaml and kfdef.lock alone sync Synced and Healthy: exactly the objects a local `kfctl generate --stdout`
+   renders; the plugin's generate fetched the release archive once (the file server's log, kfctl's own
+   "Fetched:"). A second render of the commit (Argo CD's hard refresh) fetches nothing: the plugin's cache holds
+   the archive under the digest kfdef.lock pins, and the application's build (the cmp-server's log gives both
+   durations).
+2. Redis stopped (by its recorded pid) right after a commit that adds an application, for longer than the
+   controller's resync period and until Argo CD has said it cannot reach it, then started again: the
+   Application still reaches Synced and Healthy at the commit, with the added application's objects.
+3. A commit whose kfdef.lock pins another sha256 fails the render: the ComparisonError carries kfctl's message
+   (the repo, the expected and actual digests, the lock file), no sync follows, every object stays.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from full_platform_support import served_files
+from harness import Cluster
+from kfctl_testbed import argocd as argocd_support
+from kfctl_testbed import fileserver, kube_rest, upstream_mirror
+from kfctl_testbed import flux as flux_support
+from kfctl_testbed.argocd import APPLICATIONS, ArgoCD
+from kfctl_testbed.flux import Repo
+from test_gitops_argocd import Key, key_of, managed_keys, run_kfctl
+from test_gitops_argocd_plugin import live_objects
+
+from kfctl import yamlio
+
+pytestmark = pytest.mark.e2e
+
+NAME = "faults"  # the KfDef's name (kfctl init names it after its directory), so the Application's
+APP_PATH = f"clusters/{NAME}"
+# Lines of upstream's example/kustomization.yaml: the first commit's application, and the one a later commit adds.
+APPS = ("common/kubeflow-namespace/base", "common/kubeflow-roles/base")
+ARCHIVE = f"/{upstream_mirror.RELEASE_ARCHIVES}v1.11.0.tar.gz"  # what the file server serves kfctl
+RESYNC = 20  # run_argocd's default: seconds between two comparisons of the Application with git
+
+
+@dataclass
+class Platform:
+    repo: Repo
+    files: fileserver.FileServer  # the mirror's, serving the release archive
+    flags: list[str]  # --mirror flags for a local kfctl
+    init: str  # the KfDef `kfctl init --upstream` wrote
+    cluster: Cluster
+    api: kube_rest.Client
+    argocd: ArgoCD
+    commit: str  # the last commit Argo CD synced
+    fetches: int  # the archive's requests while Argo CD made the first render (the plugin's)
+    sync_seconds: float  # apply of the Application to Synced and Healthy
+
+    @property
+    def kfdef(self) -> Path:
+        return self.repo.work / APP_PATH / "kfdef.yaml"
+
+    def application(self) -> dict[str, Any]:
+        return self.api.get(f"{APPLICATIONS}/{NAME}") or {}
+
+    def archive_requests(self) -> int:
+        return self.files.requests.count(ARCHIVE)
+
+
+def keep_applications(kfdef_path: Path, paths: tuple[str, ...], init: str) -> None:
+    """The KfDef `kfctl init` wrote (``init``) keeping the applications of these example lines, without
+    spec.mirrors (the plugin's env gives the mirror)."""
+    kfdef = yaml.safe_load(init)
+    apps = kfdef["spec"]["applications"]
+    kfdef["spec"]["applications"] = [a for a in apps if a["kustomizeConfig"]["repoRef"]["path"] in paths]
+    assert len(kfdef["spec"]["applications"]) == len(paths), [a["name"] for a in apps]
+    kfdef["spec"].pop("mirrors", None)
+    kfdef_path.write_text(yaml.safe_dump(kfdef, sort_keys=False))
+
+
+def local_render(platform_kfdef: Path, root: Path, flags: list[str]) -> dict[Key, dict[str, Any]]:
+    """The oracle: `kfctl generate --stdout` of a copy of the KfDef and lock, outside the working copy."""
+    local = root / f"local-{time.monotonic_ns()}"
+    local.mkdir()
+    for name in ("kfdef.yaml", "kfdef.lock"):
+        (local / name).write_text((platform_kfdef.parent / name).read_text())
+    out = run_kfctl("generate", str(local), "--stdout", *flags).stdout
+    return {key_of(o): o for o in yamlio.safe_load_all(out) if o}
+
+
+@pytest.fixture(scope="module")
+def platform(
+    module_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory, release_mirror: upstream_mirror.Mirror
+) -> Iterator[Platform]:
+    argocd_support.require_argocd()
+    root = tmp_path_factory.mktemp("argocd-faults")
+    kubeconfig = module_cluster.kubeconfig
+    with served_files(release_mirror) as (flags, files), flux_support.served_repo(root) as repo:
+        app_dir = repo.work / APP_PATH
+        app_dir.parent.mkdir(parents=True)
+        run_kfctl("init", str(app_dir), "--upstream", "v1.11.0", *flags)
+        init = (app_dir / "kfdef.yaml").read_text()
+        keep_applications(app_dir / "kfdef.yaml", APPS[:1], init)
+        run_kfctl("generate", str(app_dir), *flags)  # writes kfdef.lock
+        commit = repo.commit_and_push("the KfDef and its lock", f"{APP_PATH}/kfdef.yaml", f"{APP_PATH}/kfdef.lock")
+        export = root / "export"
+        run_kfctl(
+            "export", str(app_dir), "--format", "argocd-plugin", "--repo-url", repo.url, "--path", APP_PATH,
+            "--plugin-image", "unused.invalid/kfctl:e2e", "--output-dir", str(export),
+        )  # fmt: skip
+        application = yaml.safe_load((export / f"application-{NAME}.yaml").read_text())
+        mirrors = " ".join(flags[1::2])  # PREFIX=LOCATION of each --mirror
+        application["spec"]["source"]["plugin"]["env"] = [{"name": "KFCTL_MIRRORS", "value": mirrors}]
+        plugin = argocd_support.plugin_config_dir(export, root / "plugin-config")
+        argocd_support.install(kubeconfig)
+        flux_support.kubectl(
+            kubeconfig, "apply", "--server-side", "--field-manager=kfctl", "-f", str(export / "argocd-cm.yaml")
+        )
+        api = kube_rest.Client(kubeconfig)
+        before = files.requests.count(ARCHIVE)
+        with argocd_support.run_argocd(
+            kubeconfig, root / "argocd", plugin_config=plugin, plugin_loglevel="debug"
+        ) as argocd:
+            start = time.monotonic()
+            flux_support.kubectl(kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump(application))
+            argocd_support.wait_all(api, [NAME], timeout=600, argocd=argocd, revision=commit)
+            seconds = time.monotonic() - start
+            fetches = files.requests.count(ARCHIVE) - before
+            yield Platform(repo, files, flags, init, module_cluster, api, argocd, commit, fetches, seconds)
+            sockets = argocd.non_loopback_sockets()
+            assert set(sockets) <= {argocd_support.ALL_INTERFACES_LISTENER}, sockets
+        api.close()
+
+
+def generates(argocd: ArgoCD) -> list[argocd_support.PluginCommand]:
+    return [
+        c for c in argocd_support.plugin_commands(argocd.logs["argocd-cmp-server"]) if "kfctl generate" in c.command
+    ]
+
+
+def test_kfdef_and_lock_sync_and_a_second_render_comes_from_the_plugins_cache(
+    platform: Platform, tmp_path: Path
+) -> None:
+    rendered = local_render(platform.kfdef, tmp_path, platform.flags)
+    assert managed_keys(platform.application()) == set(rendered)
+    before = generates(platform.argocd)  # one, unless the sync's own comparison rendered the commit again
+    cold = before[0]
+    assert platform.fetches == 1 and "Fetched: manifests" in cold.stderr, (platform.fetches, cold)
+    print(f"\nSynced and Healthy {platform.sync_seconds:.1f} s after apply; generate, cold cache: {cold.seconds} s")
+    requests = platform.archive_requests()
+    hard_refresh(platform)  # the same commit rendered again by the plugin, not read from Argo CD's cache
+    argocd_support.wait_for(
+        lambda: generates(platform.argocd)[len(before) :] != [] and generates(platform.argocd)[-1].seconds is not None,
+        api=platform.api,
+        argocd=platform.argocd,
+        timeout=240,
+        what="the plugin to render the commit again",
+    )
+    warm = generates(platform.argocd)[len(before)]
+    print(f"generate again, warm cache: {warm.seconds} s; kfctl said: {warm.stderr!r}")
+    assert platform.archive_requests() == requests and "Fetched" not in warm.stderr, warm  # nothing fetched
+    lock = yaml.safe_load((platform.kfdef.parent / "kfdef.lock").read_text())
+    [repo] = [r for r in lock["repos"] if r["kind"] == "archive"]
+    cache = Path(platform.argocd.state.state_dir) / "kfctl-cache"
+    print(f"plugin cache {cache}: {sorted(str(p.relative_to(cache)) for p in cache.glob('*/*'))}")
+    assert (cache / "repos" / f"{repo['name']}-{repo['sha256'][:16]}").is_dir(), list(cache.rglob("*"))[:20]
+    assert list((cache / "render").iterdir()), "no render cache entry"
+
+
+def redis_unreachable(argocd: ArgoCD) -> str:
+    """The first line of the controller's or repo-server's log that says Redis's port refused a connection."""
+    port = argocd.state.ports["redis"]
+    for name in ("argocd-application-controller", "argocd-repo-server"):
+        for line in argocd.logs[name].read_text().splitlines():
+            if f"127.0.0.1:{port}" in line and "refused" in line:
+                return line
+    return ""
+
+
+def test_redis_restarted_after_a_commit_argocd_still_syncs_it(platform: Platform, tmp_path: Path) -> None:
+    assert not redis_unreachable(platform.argocd)
+    keep_applications(platform.kfdef, APPS, platform.init)
+    platform.commit = platform.repo.commit_and_push(
+        "add kubeflow-roles", f"{APP_PATH}/kfdef.yaml", f"{APP_PATH}/kfdef.lock"
+    )
+    pid = platform.argocd.stop("redis-server")
+    down = time.monotonic()
+    seen = [""]
+
+    def missed() -> bool:
+        """Down for a whole resync period (the controller compares the Application with the new commit in it)
+        and Argo CD has said it cannot reach Redis."""
+        seen[0] = redis_unreachable(platform.argocd)
+        return bool(seen[0]) and time.monotonic() - down > RESYNC + 5
+
+    argocd_support.wait_for(missed, api=platform.api, argocd=platform.argocd, timeout=120, what="Argo CD to miss Redis")
+    meanwhile = argocd_support.summary(platform.application())
+    new_pid = platform.argocd.start("redis-server")
+    print(
+        f"\nredis-server pid {pid} down {time.monotonic() - down:.1f} s, now pid {new_pid}; Argo CD said:\n"
+        f"  {seen[0][:300]}\n  the Application meanwhile: {meanwhile[:600]}"
+    )
+    start = time.monotonic()
+    found = argocd_support.wait_all(platform.api, [NAME], timeout=300, argocd=platform.argocd, revision=platform.commit)
+    print(f"Synced and Healthy at {platform.commit[:8]} {time.monotonic() - start:.1f} s after Redis came back")
+    rendered = local_render(platform.kfdef, tmp_path, platform.flags)
+    assert managed_keys(found[NAME]) == set(rendered)
+    assert live_objects(platform.cluster.kubeconfig, list(rendered.values())).keys() == rendered.keys()
+
+
+def comparison_error(platform: Platform, pattern: str) -> str:
+    """Poll until the Application's ComparisonError condition matches ``pattern``; its message."""
+    message: list[str] = []
+
+    def matches() -> bool:
+        conditions = (platform.application().get("status") or {}).get("conditions") or []
+        message[:] = [c.get("message", "") for c in conditions if c.get("type") == "ComparisonError"]
+        return bool(message) and re.search(pattern, message[0]) is not None
+
+    argocd_support.wait_for(
+        matches, api=platform.api, argocd=platform.argocd, timeout=240, what=f"a ComparisonError matching {pattern!r}"
+    )
+    return message[0]
+
+
+def hard_refresh(platform: Platform) -> None:
+    """Argo CD's hard refresh: the manifests are generated again, not read from the repo-server's cache."""
+    flux_support.kubectl(
+        platform.cluster.kubeconfig, "-n", argocd_support.NAMESPACE, "annotate", "--overwrite",
+        f"applications.argoproj.io/{NAME}", "argocd.argoproj.io/refresh=hard",
+    )  # fmt: skip
+
+
+def test_a_lock_pin_that_no_longer_matches_fails_the_render_with_kfctls_message(
+    platform: Platform, tmp_path: Path
+) -> None:
+    rendered = local_render(platform.kfdef, tmp_path, platform.flags)
+    lock_path = platform.kfdef.parent / "kfdef.lock"
+    lock = yamlio.safe_load(lock_path.read_text())
+    [repo] = [r for r in lock["repos"] if r["kind"] == "archive"]
+    actual = repo["sha256"]
+    repo["sha256"] = "0" * 64
+    lock_path.write_text(yaml.safe_dump(lock, sort_keys=False))
+    kubeconfig = platform.cluster.kubeconfig
+    objects = live_objects(kubeconfig, list(rendered.values()))
+    assert objects.keys() == rendered.keys()
+    commit = platform.repo.commit_and_push("a lock that no longer matches", f"{APP_PATH}/kfdef.lock")
+    hard_refresh(platform)  # the repo-server's cache of what main resolves to lasts 3 min: a webhook's work
+    message = comparison_error(platform, "sha256 mismatch")
+    print(f"\nArgo CD's condition for commit {commit[:8]}:\n  {message}")
+    assert f"sha256 mismatch: expected {'0' * 64} (kfdef.lock), got {actual}" in message, message
+    assert "Error (config error)" in message and repo["name"] in message, message
+    app = platform.application()
+    assert app["status"]["history"][-1]["revision"] == platform.commit  # no sync since the last good commit
+    after = live_objects(kubeconfig, list(rendered.values()))
+    assert {k: o["metadata"]["uid"] for k, o in after.items()} == {k: o["metadata"]["uid"] for k, o in objects.items()}
