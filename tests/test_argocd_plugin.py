@@ -71,6 +71,8 @@ def test_export_writes_the_plugin_the_application_and_the_repo_servers_patch(tmp
         "path": "clusters/prod",
         "plugin": {"name": "kfctl"},
     }
+    # Argo CD's own diff showed quantities such as `cpu: 2000m` OutOfSync for ever: the API server's diff instead.
+    assert app["metadata"]["annotations"]["argocd.argoproj.io/compare-options"] == "ServerSideDiff=true"
     assert app["spec"]["syncPolicy"]["automated"] == {}  # what Argo CD writes back: no selfHeal: false
     assert app["spec"]["syncPolicy"]["syncOptions"] == [
         "ServerSideApply=true",

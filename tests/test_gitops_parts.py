@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from kfctl.app.export import ExportOptions, export
+from kfctl.app.gitops_parts import Need, with_needs
 from kfctl.catalog.model import Catalog
 from kfctl.config.loader import load_kfdef
 from kfctl.errors import UsageError
@@ -71,13 +72,13 @@ def webhook(policy: str) -> dict[str, Any]:
     }
 
 
-def app_dir(tmp_path: Path, objects: dict[str, list[dict[str, Any]]], catalog: Catalog) -> Any:
+def app_dir(tmp_path: Path, objects: dict[str, list[dict[str, Any]]], catalog: Catalog, kfdef: str = KFDEF) -> Any:
     for app, objs in objects.items():
         (tmp_path / "mine" / app).mkdir(parents=True)
         (tmp_path / "kustomize" / app).mkdir(parents=True)
         (tmp_path / "rendered").mkdir(exist_ok=True)
         (tmp_path / "rendered" / f"{app}.yaml").write_text(yaml.safe_dump_all(objs, sort_keys=False))
-    (tmp_path / "kfdef.yaml").write_text(KFDEF)
+    (tmp_path / "kfdef.yaml").write_text(kfdef)
     return load_kfdef(tmp_path / "kfdef.yaml", catalog)
 
 
@@ -186,3 +187,72 @@ def test_a_part_name_taken_by_an_application_is_a_usage_error(tmp_path: Path, ca
         export(load_kfdef(tmp_path / "kfdef.yaml", catalog), catalog, ExportOptions(format="flux", repo_url="u"))
     assert info.value.message == "application 'op-admitted': kfctl export names the second part of application 'op' so"
     assert info.value.hint == "rename application 'op-admitted' in the KfDef"
+
+
+def flat_kfdef(apps: list[str], depends: dict[str, str] | None = None) -> str:
+    """A KfDef of repo applications, as `kfctl init --upstream` writes one: no dependsOn unless given."""
+    lines = [KFDEF.split("  applications:")[0] + "  applications:"]
+    for app in apps:
+        lines.append(f"    - name: {app}")
+        if app in (depends or {}):
+            lines.append(f"      dependsOn: [{(depends or {})[app]}]")
+        lines.append(f"      kustomizeConfig: {{repoRef: {{name: mine, path: {app}}}}}")
+    return "\n".join(lines) + "\n"
+
+
+def namespace(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+def config_in(ns: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"config-{ns}", "namespace": ns}}
+
+
+@pytest.mark.parametrize(
+    ("objects", "depends", "waves", "argocd_waves"),
+    [
+        pytest.param(  # upstream's example: no dependsOn; the plan says what needs what
+            {"namespaces": [namespace("ops")], "op": [CRD, SERVICE, DEPLOYMENT], "user": [widget("users")]},
+            {},
+            {"namespaces": 0, "op": 1, "user": 2},
+            {"demo-namespaces": "0", "demo-op": "1", "demo-user": "2"},
+            id="namespace-then-crd",
+        ),
+        pytest.param(  # each needs the other's namespace: the first need (by name) kept, the one closing the cycle not
+            {"a": [namespace("a-ns"), config_in("b-ns")], "b": [namespace("b-ns"), config_in("a-ns")]},
+            {},
+            {"a": 1, "b": 0},
+            {"demo-a": "1", "demo-b": "0"},
+            id="cycle",
+        ),
+        pytest.param(  # the KfDef's dependsOn wins over a need that would reverse it
+            {"op": [namespace("ops"), config_in("users")], "user": [namespace("users"), config_in("ops")]},
+            {"user": "op"},
+            {"op": 0, "user": 1},
+            {"demo-op": "0", "demo-user": "1"},
+            id="depends-on-first",
+        ),
+    ],
+)
+def test_applications_without_depends_on_are_ordered_by_what_their_objects_need(
+    tmp_path: Path,
+    catalog: Catalog,
+    objects: dict[str, list[dict[str, Any]]],
+    depends: dict[str, str],
+    waves: dict[str, int],
+    argocd_waves: dict[str, str],
+) -> None:
+    kfdef = app_dir(tmp_path, objects, catalog, flat_kfdef(list(objects), depends))
+    assert export(kfdef, catalog, ExportOptions(format="flux", repo_url="u")).waves == waves
+    result = export(kfdef, catalog, ExportOptions(format="argocd", repo_url="u"))
+    assert {
+        o["metadata"]["name"]: o["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] for o in result.objects
+    } == (argocd_waves)
+
+
+def test_a_need_is_added_in_order_unless_it_closes_a_cycle() -> None:
+    """A need adds a dependency like the KfDef's dependsOn; one that closes a cycle through dependsOn or the needs
+    added before it does not, nor one of an application not installed."""
+    needs = [Need("op", "ns", True), Need("user", "op", True), Need("ns", "user", False), Need("op", "gone", True)]
+    assert with_needs({"ns": (), "op": (), "user": ()}, needs) == {"ns": (), "op": ("ns",), "user": ("op",)}
+    assert with_needs({"ns": ("user",), "op": (), "user": ()}, needs) == {"ns": ("user",), "op": ("ns",), "user": ()}

@@ -68,9 +68,7 @@ def waved_objects(kfdef: KfDef, catalog: Catalog) -> tuple[Obj, ...]:
     deps = application_dependencies(kfdef, catalog)
     sync_waves(deps)  # a cycle among the applications is named as such
     bundle = load_bundle(kfdef, catalog)
-    parts = gitops_parts.split(
-        deps, gitops_parts.rendered_objects(bundle), gitops_parts.admitted_by_own_backends(bundle)
-    )
+    parts = gitops_parts.parts_of(deps, bundle)
     waves = sync_waves({name: part.depends_on for name, part in parts.items()})
     out: list[Obj] = []
     for name in sorted(parts, key=lambda n: (waves[n], n)):

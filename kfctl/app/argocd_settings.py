@@ -2,8 +2,9 @@
 
 - ``ignoreDifferences`` for the fields another controller owns in kfctl's objects: the ``caBundle`` of webhook
   configurations, CRD conversion webhooks and APIServices, which cert-manager's cainjector (or the component's
-  own controller) fills in after kfctl renders it empty, and the rules of aggregated ClusterRoles, which
-  Kubernetes' aggregation controller fills in. Without them Argo CD shows the Application OutOfSync
+  own controller) fills in after kfctl renders it empty, the rules of Knative's webhook configurations, which
+  its webhook narrows when it starts, and the rules of aggregated ClusterRoles, which the controller manager
+  fills in. Without them Argo CD shows the Application OutOfSync
   forever and its next sync writes the empty value back; with ``RespectIgnoreDifferences`` the sync leaves them.
 - an ``argocd-cm`` snippet (``argocd-cm.yaml`` of the export directory, not among its resources: it belongs
   to Argo CD's own ConfigMap): Lua health checks for ``argoproj.io/Application`` (Argo CD 1.8 dropped its
@@ -28,14 +29,27 @@ from kfctl.objects import Obj, key_of
 CONFIGMAP = "argocd-cm"
 HEALTH_KEY = "resource.customizations.health.{group}_{kind}"
 
+# Knative's webhooks (knative.dev/pkg) replace the broad rules of their release's configurations with the exact
+# resources they serve when they start (kfctl.engine.drift leaves them to it likewise). Seen on Argo CD v3.2.11
+# with upstream's Knative Serving: its configurations OutOfSync for ever, the parent's wave held.
+_KNATIVE_RULES = (
+    'select((.metadata.labels["app.kubernetes.io/name"] // "") | startswith("knative-")) | .webhooks[]?.rules'
+)
 # (group, kind) → what of it another controller fills in (jq path expressions, as Argo CD evaluates them).
 OWNED_BY_OTHERS: dict[tuple[str, str], tuple[str, ...]] = {
-    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): (".webhooks[]?.clientConfig.caBundle",),
-    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): (".webhooks[]?.clientConfig.caBundle",),
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): (
+        ".webhooks[]?.clientConfig.caBundle",
+        _KNATIVE_RULES,
+    ),
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): (
+        ".webhooks[]?.clientConfig.caBundle",
+        _KNATIVE_RULES,
+    ),
     ("apiextensions.k8s.io", "CustomResourceDefinition"): (".spec.conversion.webhook.clientConfig.caBundle",),
     ("apiregistration.k8s.io", "APIService"): (".spec.caBundle",),
-    # An aggregated ClusterRole's rules are the aggregation controller's (kfctl renders them empty, as upstream's
-    # kubeflow-admin/edit/view); a ClusterRole without aggregationRule keeps its rules compared.
+    # An aggregated ClusterRole's rules are the controller manager's (clusterrole-aggregation-controller), made of
+    # the ClusterRoles its aggregationRule selects; kfctl renders none. Seen on Argo CD v3.2.11 with upstream's
+    # kubeflow-admin/-edit/-view: Synced never, so the parent app-of-apps waited for its wave for ever.
     ("rbac.authorization.k8s.io", "ClusterRole"): ("select(.aggregationRule != null) | .rules",),
 }
 

@@ -19,10 +19,12 @@ the export marks for the engine to keep too, through patches of each kind: Flux'
 ``kustomize.toolkit.fluxcd.io/prune: disabled``, Argo CD's ``argocd.argoproj.io/sync-options:
 Prune=false,Delete=false``. Checked on Flux's real controllers by e2e/test_gitops_flux.py.
 
-The graph is the catalog's component ``dependsOn`` plus the KfDef's own ``dependsOn``; a cycle is a
-PlanError that prints it. Output is deterministic (objects sorted by name, fixed key order). This module
-reads the KfDef and APPDIR/rendered/, builds and writes data only; it never talks to a cluster, never runs git
-and never prints.
+The graph is the catalog's component ``dependsOn`` plus the KfDef's own ``dependsOn`` (a cycle is a PlanError
+that prints it), plus, once every application is generated, what kfctl's plan says an object of one application
+needs of another (its Namespace, its CRD, the backend of a webhook that admits it) as far as that closes no cycle
+(kfctl.app.gitops_parts): upstream's trees name no dependsOn. Output is deterministic (objects sorted by name,
+fixed key order). This module reads the KfDef and APPDIR/rendered/, builds and writes data only; it never talks
+to a cluster, never runs git and never prints.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from kfctl.catalog.model import Catalog
 from kfctl.config.model import KfDef
 from kfctl.errors import PlanError, UsageError
 from kfctl.fsutil import write_atomic
-from kfctl.objects import ObjectKey
+from kfctl.objects import key_of
 
 FORMATS = ("argocd", "argocd-plugin", "flux")  # argocd-plugin: kfctl.app.argocd_plugin
 DEFAULT_NAMESPACE = {"argocd": "argocd", "argocd-plugin": "argocd", "flux": "flux-system"}
@@ -66,6 +68,10 @@ ARGOCD_RESOURCES_FINALIZER = "resources-finalizer.argocd.argoproj.io"  # deletin
 # Server-side apply (kfctl applies so: large CRDs fit no last-applied annotation); custom resources whose CRD the
 # same sync creates are not dry-run first (their kind is unknown until then); ignoreDifferences hold for the sync.
 ARGOCD_SYNC_OPTIONS = ("ServerSideApply=true", "SkipDryRunOnMissingResource=true", "RespectIgnoreDifferences=true")
+# Argo CD compares with the API server's dry run of the apply instead of its own merge: its own showed upstream's
+# istio-ingressgateway Deployment OutOfSync for ever (limits cpu: 2000m in git, 2 as the API server stores it),
+# which held the parent's wave; the server's diff also applies defaults and leaves out what webhooks add.
+ARGOCD_COMPARE_OPTIONS = ("argocd.argoproj.io/compare-options", "ServerSideDiff=true")
 _DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$")
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 
@@ -159,13 +165,8 @@ def export(kfdef: KfDef, catalog: Catalog, options: ExportOptions) -> ExportResu
         for a in sorted(deps)
         if not (kfdef.app_dir / "kustomize" / a).is_dir() or not (kfdef.app_dir / "rendered" / f"{a}.yaml").is_file()
     )
-    objects_by_app: dict[str, tuple[dict[str, Any], ...]] = {}
-    admitted: dict[str, frozenset[ObjectKey]] = {}
-    if not missing:
-        bundle = load_bundle(kfdef, catalog)
-        objects_by_app = gitops_parts.rendered_objects(bundle)
-        admitted = gitops_parts.admitted_by_own_backends(bundle)
-    parts = gitops_parts.split(deps, objects_by_app, admitted)
+    # Without every rendered file nothing is known of the objects: one part per application, ordered by deps.
+    parts = gitops_parts.split(deps, {}, {}) if missing else gitops_parts.parts_of(deps, load_bundle(kfdef, catalog))
     waves = sync_waves({name: part.depends_on for name, part in parts.items()})
     namespace = options.namespace or DEFAULT_NAMESPACE[options.format]
     files: tuple[tuple[str, str], ...] = ()
@@ -186,7 +187,11 @@ def export(kfdef: KfDef, catalog: Catalog, options: ExportOptions) -> ExportResu
         objects=tuple(objects),
         waves=waves,
         missing=missing,
-        admitted={app: tuple(str(k) for k in sorted(keys)) for app, keys in admitted.items()},
+        admitted={
+            p.application: tuple(str(k) for k in sorted(key_of(o) for o in p.keep))
+            for p in parts.values()
+            if p.name != p.application
+        },
         files=files,
     )
 
@@ -283,6 +288,7 @@ def argocd_application(
 ) -> dict[str, Any]:
     """An Application of the export (one per part) or of the plugin (the whole platform): the same destination,
     sync options, retries and prune, whatever its source."""
+    metadata["annotations"] = {**metadata.get("annotations", {}), **dict([ARGOCD_COMPARE_OPTIONS])}
     if options.prune:
         metadata["finalizers"] = [ARGOCD_RESOURCES_FINALIZER]
     spec: dict[str, Any] = {

@@ -14,8 +14,14 @@ objects after the webhook's backend is ready (kfctl.plan); an engine only orders
 application becomes two: ``<app>`` without those objects, and ``<app>-admitted`` with only them, after it.
 
 Which objects: the plan's webhook, conversion and APIService edges from an object to a backend of the same
-application (a backend in another application is ordered by dependsOn already). This module only computes;
+application (a backend in another application orders the applications, below). This module only computes;
 it reads no cluster and writes nothing.
+
+The order of the applications: their dependsOn (catalog and KfDef), and what the plan says an object of one needs
+of another (its Namespace, CRD, the backend of a webhook that admits it: ``needs_between_applications``), as far
+as that closes no cycle. Without the second, upstream's full platform, whose applications name no dependsOn, was
+one wave: every Application synced at once, and each sync of objects whose Namespace or CRD another Application
+had not made yet failed and waited for its retries.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from kfctl.app.bundle import Bundle
 from kfctl.errors import UsageError
 from kfctl.objects import Obj, ObjectKey, key_of
 from kfctl.plan import rules
+from kfctl.plan.graph import Plan
 
 ADMITTED = "-admitted"  # suffix of the part holding what the application's own webhooks admit
 _OWN_BACKEND_RULES = (rules.WEBHOOK, rules.CONVERSION, rules.APISERVICE)
@@ -45,15 +52,63 @@ class Part:
     keep: tuple[Obj, ...]  # the application's objects it applies
 
 
-def admitted_by_own_backends(bundle: Bundle) -> dict[str, frozenset[ObjectKey]]:
+def admitted_by_own_backends(plan: Plan) -> dict[str, frozenset[ObjectKey]]:
     """Application → its objects a webhook, conversion webhook or APIService of the same application serves."""
-    plan = bundle.plan()
     out: dict[str, set[ObjectKey]] = {}
     for step in plan.objects():
         for edge in plan.deps.get(step.id, ()):
             if edge.rule in _OWN_BACKEND_RULES and plan.steps[edge.dependency].app == step.app:
                 out.setdefault(step.app, set()).add(step.key)
     return {app: frozenset(keys) for app, keys in sorted(out.items())}
+
+
+@dataclass(frozen=True)
+class Need:
+    """An object of ``application`` needs one of ``dependency`` first (a plan edge between two applications);
+    ``hard``: it cannot even be created without it (its Namespace, its CRD: a shared rule)."""
+
+    application: str
+    dependency: str
+    hard: bool
+
+
+def needs_between_applications(plan: Plan) -> tuple[Need, ...]:
+    """The plan's edges from an object of one application to a step (object or webhook backend) of another, one
+    per pair of applications, hard ones first, then by name. What kfctl apply orders object by object, an engine
+    orders only application by application: an upstream tree's applications name no dependsOn (kubeflow/manifests'
+    example leaves the order to `kustomize build | kubectl apply` retries), yet its objects need the Namespace,
+    the CRDs and the webhooks of others."""
+    pairs: dict[tuple[str, str], bool] = {}
+    for step in plan.objects():
+        for edge in plan.deps.get(step.id, ()):
+            other = plan.steps[edge.dependency].app
+            if other != step.app:
+                pairs[(step.app, other)] = pairs.get((step.app, other), False) or edge.rule.shared
+    ordered = sorted(pairs.items(), key=lambda item: (not item[1], item[0]))
+    return tuple(Need(app, dep, hard) for (app, dep), hard in ordered)
+
+
+def with_needs(deps: Mapping[str, Sequence[str]], needs: Sequence[Need]) -> dict[str, tuple[str, ...]]:
+    """``deps`` (acyclic: the catalog's and the KfDef's dependsOn) plus each need, in order, that closes no cycle
+    with what is there already; a need that would is left out (the engine's retries then order those objects, as
+    they would without it)."""
+    out = {app: set(d) for app, d in deps.items()}
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = {start}, [start]
+        while todo:
+            for nxt in out.get(todo.pop(), ()):
+                if nxt == goal:
+                    return True
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return False
+
+    for need in needs:
+        if need.application in out and need.dependency in out and not reaches(need.dependency, need.application):
+            out[need.application].add(need.dependency)
+    return {app: tuple(sorted(d)) for app, d in out.items()}
 
 
 def split(
@@ -115,6 +170,14 @@ def _delete(obj: Obj, target: dict[str, str], name: str) -> dict[str, Any]:
         "metadata": {"name": name},
     }
     return {"patch": yaml.safe_dump(patch, sort_keys=False), "target": target}
+
+
+def parts_of(deps: Mapping[str, Sequence[str]], bundle: Bundle) -> dict[str, Part]:
+    """The parts of every application of a generated bundle, ordered by ``deps`` and what the plan says the
+    applications' objects need of each other (``with_needs``)."""
+    plan = bundle.plan()
+    ordered = with_needs(deps, needs_between_applications(plan))
+    return split(ordered, rendered_objects(bundle), admitted_by_own_backends(plan))
 
 
 def rendered_objects(bundle: Bundle) -> dict[str, tuple[Obj, ...]]:
