@@ -15,6 +15,7 @@ import tarfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from apply_support import REPO, kubectl
@@ -77,6 +78,22 @@ def labelled(kubeconfig: str, name: str) -> list[str]:
     kinds = kubectl(kubeconfig, "api-resources", "--verbs=list", "-o", "name").split()
     text = kubectl(kubeconfig, "get", ",".join(kinds), "-A", "-l", f"kfctl.kubeflow.org/app={name}", "-o", "name")
     return sorted(line for line in text.splitlines() if line)
+
+
+def short_of_replicas(workloads: list[dict[str, Any]]) -> list[str]:
+    """Of live Deployments, StatefulSets and DaemonSets, each whose replicas are not all available (StatefulSets:
+    ready), as "Kind namespace/name: have/want"."""
+    short: list[str] = []
+    for obj in workloads:
+        spec, status = obj["spec"], obj.get("status", {})
+        if obj["kind"] == "DaemonSet":
+            want, have = status.get("desiredNumberScheduled", 0), status.get("numberAvailable", 0)
+        else:
+            want = spec.get("replicas", 1)
+            have = status.get("availableReplicas" if obj["kind"] == "Deployment" else "readyReplicas", 0)
+        if have < want:
+            short.append(f"{obj['kind']} {obj['metadata']['namespace']}/{obj['metadata']['name']}: {have}/{want}")
+    return short
 
 
 def played_webhooks() -> list[str]:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
-from kfctl_testbed import argocd as argocd_support
+from kfctl_testbed import localcluster
 
 from kfctl.catalog.load import load_catalog
 from kfctl.config.loader import load_kfdef
@@ -37,10 +37,7 @@ def run_kfctl(*args: str) -> None:
 @pytest.fixture(scope="module")
 def argocd_binaries() -> Path:
     """Argo CD, built by `e2e/build-binaries --argocd` (make setup): fails, never skips, without it."""
-    bin_dir = argocd_support.argocd_bin_dir()
-    if not (bin_dir / "argocd").is_file():
-        pytest.fail(f"no argocd in {bin_dir}: run `e2e/build-binaries --argocd` (make setup does)", pytrace=False)
-    return bin_dir
+    return localcluster.require_built("--print-argocd-dir", "KFCTL_E2E_ARGOCD_DIR", ("argocd",), "Argo CD", "--argocd")
 
 
 def argo_cds_verdict(bin_dir: Path, argocd_cm: Path, tmp_path: Path, obj: dict[str, Any]) -> list[str]:

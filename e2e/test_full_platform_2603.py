@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import yaml
 from apply_support import kfctl, kubectl
-from full_platform_support import FIXTURES, labelled, not_our_kubeconfig, played_webhooks, served
+from full_platform_support import FIXTURES, labelled, not_our_kubeconfig, played_webhooks, served, short_of_replicas
 from harness import Cluster
 from kfctl_testbed import upstream_mirror
 
@@ -56,17 +56,7 @@ def not_available(kubeconfig: str) -> list[str]:
         "-o",
         "json",
     )
-    short: list[str] = []
-    for obj in json.loads(text)["items"]:
-        spec, status = obj["spec"], obj.get("status", {})
-        if obj["kind"] == "DaemonSet":
-            want, have = status.get("desiredNumberScheduled", 0), status.get("numberAvailable", 0)
-        else:
-            want = spec.get("replicas", 1)
-            have = status.get("availableReplicas" if obj["kind"] == "Deployment" else "readyReplicas", 0)
-        if have < want:
-            short.append(f"{obj['kind']} {obj['metadata']['namespace']}/{obj['metadata']['name']}: {have}/{want}")
-    return short
+    return short_of_replicas(json.loads(text)["items"])
 
 
 def test_26_03_scaffolds_from_a_local_mirror_installs_healthy_and_deletes_clean(

@@ -21,20 +21,19 @@ from __future__ import annotations
 
 import itertools
 import json
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 import yaml
+from gitops_support import Key, app_repo, key_of, run_kfctl, synced_by_argocd
 from harness import Cluster
 from kfctl_testbed import argocd as argocd_support
 from kfctl_testbed import flux as flux_support
-from kfctl_testbed import gitserver, kube_rest
+from kfctl_testbed import kube_rest
 from kfctl_testbed.argocd import APPLICATIONS, ArgoCD
-from kfctl_testbed.flux import Repo
-from test_gitops_argocd import Key, key_of, run_kfctl, timestamp
+from kfctl_testbed.flux import Repo, timestamp
 
 from kfctl import yamlio
 
@@ -63,12 +62,8 @@ def platform(module_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) 
     argocd_support.require_argocd()
     root = tmp_path_factory.mktemp("argocd-plugin")
     kubeconfig = module_cluster.kubeconfig
-    (root / "served").mkdir()
-    with gitserver.serve(root / "served") as server:
-        repo = flux_support.new_repo(root, server, "platform")
-        app_dir = repo.work / APP_PATH
-        app_dir.parent.mkdir(parents=True)
-        run_kfctl("init", str(app_dir), "--platform", "kind")
+    with app_repo(root, NAME, "--platform", "kind", generate=False) as app:
+        repo, app_dir = app.repo, app.app_dir
         commit = repo.commit_and_push("kfctl platform: the KfDef alone", f"{APP_PATH}/kfdef.yaml")
         # The oracle's render, outside the repository's working copy (which holds the KfDef only).
         local = root / "local"
@@ -85,29 +80,19 @@ def platform(module_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) 
         plugin = root / "plugin-config"
         plugin.mkdir()
         (plugin / "plugin.yaml").write_text(configmap["data"]["plugin.yaml"])
-        argocd_support.install(kubeconfig)
-        flux_support.kubectl(
-            kubeconfig, "apply", "--server-side", "--field-manager=kfctl", "-f", str(export / "argocd-cm.yaml")
-        )
-        api = kube_rest.Client(kubeconfig)
-        with argocd_support.run_argocd(kubeconfig, root / "argocd", plugin_config=plugin) as argocd:
-            start = time.monotonic()
-            flux_support.kubectl(kubeconfig, "apply", "-f", str(export / "application-e2e.yaml"))
-            argocd_support.wait_for(
-                lambda: api.get("/api/v1/namespaces/kubeflow") is not None,
-                api=api,
-                argocd=argocd,
-                timeout=300,
-                what="Argo CD to create namespace kubeflow through the plugin",
-            )
-            made = run_kfctl("secrets", "apply", str(local), "-o", "json", "--kubeconfig", kubeconfig).stdout
-            found = argocd_support.wait_all(api, [NAME], timeout=INSTALL_TIMEOUT, argocd=argocd, revision=commit)
-            print(f"\nArgo CD, through kfctl's plugin: Synced and Healthy {time.monotonic() - start:.1f} s after apply")
-            secrets = sorted(s["object"] for s in json.loads(made)["secrets"] if s["result"] == "created")
-            yield Platform(module_cluster, api, argocd, repo, commit, found[NAME], rendered, secrets)
-            sockets = argocd.non_loopback_sockets()
-            assert set(sockets) <= {argocd_support.ALL_INTERFACES_LISTENER}, sockets
-        api.close()
+        with synced_by_argocd(
+            kubeconfig,
+            root / "argocd",
+            argocd_cm=export / "argocd-cm.yaml",
+            application=(export / "application-e2e.yaml").read_text(),
+            names=[NAME],
+            secrets_of=local,
+            revision=commit,
+            timeout=INSTALL_TIMEOUT,
+            plugin_config=plugin,
+        ) as sync:
+            application = sync.applications[NAME]
+            yield Platform(module_cluster, sync.api, sync.argocd, repo, commit, application, rendered, sync.secrets)
 
 
 def test_a_repo_holding_only_a_kfdef_deploys_the_platform_wave_after_wave(platform: Platform) -> None:

@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -39,31 +37,31 @@ from typing import Any
 import pytest
 import yaml
 from apply_support import kfctl
+from gitops_support import (
+    KEPT,
+    AppRepo,
+    Key,
+    app_repo,
+    applications,
+    kfdef_without,
+    live_objects,
+    rendered_keys,
+    run_kfctl,
+)
 from harness import Cluster, poll
 from kfctl_testbed import flux as flux_support
-from kfctl_testbed import gitserver, kube_rest
+from kfctl_testbed import kube_rest
 from kfctl_testbed.flux import FLUX_NAME_LABEL, GITREPOSITORIES, KUSTOMIZATIONS, Flux, Repo
 
-from kfctl import yamlio
 from kfctl.objects import ObjectKey
 
 pytestmark = pytest.mark.e2e
 
-REPO = Path(__file__).resolve().parent.parent
 NAME = "e2e"  # the app directory's name, so the KfDef's metadata.name: Kustomizations are e2e-<application>
-APP_PATH = f"clusters/{NAME}"  # where the app directory sits in the repository (kfctl export --path)
 EXPORT_PATH = f"flux/{NAME}"  # where the export is committed, synced by the parent Kustomization
 PARENT = "platform-sync"  # the parent Kustomization, as `flux bootstrap` makes one for a cluster path
 REMOVED = "notebook-controller"  # the application the prune test removes: no other application depends on it
 INSTALL_TIMEOUT = 900.0
-Key = tuple[str, str, str, str]  # group, kind, namespace, name
-# Kinds kfctl's own prune keeps unless told, which the export marks for Flux to keep (group, kind).
-KEPT = {
-    ("apiextensions.k8s.io", "CustomResourceDefinition"),
-    ("", "Namespace"),
-    ("", "PersistentVolume"),
-    ("", "PersistentVolumeClaim"),
-}
 GITOPS_HINT = (
     "a GitOps engine (Flux) reconciles these objects from git: change them there (kfctl generate, kfctl export, "
     "commit) rather than with kfctl apply, as --adopt would have both keep writing them. To hand an application "
@@ -72,49 +70,10 @@ GITOPS_HINT = (
 )
 
 
-def run_kfctl(*args: str) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "kfctl.cli.main", *args], capture_output=True, text=True, timeout=600, cwd=REPO
-    )
-    assert proc.returncode == 0, f"kfctl {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
-    return proc
-
-
-def key_of(obj: dict[str, Any]) -> Key:
-    api = str(obj["apiVersion"])
-    meta = obj["metadata"]
-    return (api.split("/")[0] if "/" in api else "", obj["kind"], meta.get("namespace") or "", meta["name"])
-
-
-def rendered_keys(app_dir: Path, application: str) -> set[Key]:
-    """The objects kfctl renders for one application (what `kfctl apply` applies of it), by key."""
-    return {key_of(o) for o in yamlio.safe_load_all((app_dir / "rendered" / f"{application}.yaml").read_text()) if o}
-
-
-def applications(app_dir: Path) -> list[str]:
-    kfdef = yaml.safe_load((app_dir / "kfdef.yaml").read_text())
-    return [a["name"] for a in kfdef["spec"]["applications"] if a.get("enabled", True)]
-
-
-def items(text: str) -> list[dict[str, Any]]:
-    """The objects of `kubectl get -o json` output: a List, or the object itself when there is only one."""
-    doc = json.loads(text) if text.strip() else None
-    if not doc:
-        return []
-    return list(doc["items"]) if doc.get("kind") == "List" else [doc]
-
-
-def live_objects(kubeconfig: str, path: Path, *, missing_ok: bool = False) -> dict[Key, dict[str, Any]]:
-    """The cluster's copy of each object of a rendered file (`kubectl get -f`: fails if one is missing unless
-    ``missing_ok``), by key."""
-    flags = ["--ignore-not-found"] if missing_ok else []
-    return {key_of(o): o for o in items(flux_support.kubectl(kubeconfig, "get", "-f", str(path), *flags, "-o", "json"))}
-
-
-def export(app_dir: Path, repo: Repo) -> None:
+def export(app: AppRepo) -> None:
     run_kfctl(
-        "export", str(app_dir), "--format", "flux", "--repo-url", repo.url, "--path", APP_PATH, "--prune",
-        "--output-dir", str(repo.work / EXPORT_PATH),
+        "export", str(app.app_dir), "--format", "flux", "--repo-url", app.repo.url, "--path", app.path, "--prune",
+        "--output-dir", str(app.repo.work / EXPORT_PATH),
     )  # fmt: skip
 
 
@@ -122,14 +81,6 @@ def exported_kustomizations(repo: Repo) -> dict[str, dict[str, Any]]:
     """Name → the Kustomization kfctl export wrote (one per application, two for one its own webhooks admit)."""
     docs = (yaml.safe_load(p.read_text()) for p in sorted((repo.work / EXPORT_PATH).glob("kustomization-*.yaml")))
     return {d["metadata"]["name"]: d for d in docs}
-
-
-def commit_as_the_readme_says(app_dir: Path, repo: Repo, message: str) -> str:
-    """The app directory's committed parts (README "GitOps": kfdef.yaml, kfdef.lock, vendor/, kustomize/,
-    rendered/; its .gitignore keeps .cache/ out) and the export."""
-    parts = ("kfdef.yaml", "kfdef.lock", "vendor", "kustomize", "rendered", ".gitignore")
-    present = [f"{APP_PATH}/{p}" for p in parts if (app_dir / p).exists() or p in ("kustomize", "rendered")]
-    return repo.commit_and_push(message, *present, EXPORT_PATH)
 
 
 def parent_kustomization() -> str:
@@ -160,36 +111,30 @@ class Platform:
     cluster: Cluster
     api: kube_rest.Client
     flux: Flux
-    app_dir: Path
-    repo: Repo
+    app: AppRepo
     commit: str
     seconds: float  # from handing the export to Flux until every Kustomization is Ready
     kustomizations: dict[str, dict[str, Any]]  # as read once all were Ready
     secrets: list[str]  # the generated Secrets `kfctl secrets apply` created, as kfctl names them
 
+    @property
+    def app_dir(self) -> Path:
+        return self.app.app_dir
+
+    @property
+    def repo(self) -> Repo:
+        return self.app.repo
+
 
 @pytest.fixture(scope="module")
-def flux_binaries() -> Path:
-    """Flux's controllers, built by `e2e/build-binaries --flux` (make setup): the tests fail, never skip, without
-    them (checked before a cluster is started for nothing)."""
-    return flux_support.require_flux_binaries()
-
-
-@pytest.fixture(scope="module")
-def platform(
-    flux_binaries: Path, module_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Platform]:
+def platform(module_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
+    flux_support.require_flux_binaries()  # fails, never skips, before anything is built for nothing
     root = tmp_path_factory.mktemp("gitops-flux")
     kubeconfig = module_cluster.kubeconfig
-    (root / "served").mkdir()
-    with gitserver.serve(root / "served") as server:
-        repo = flux_support.new_repo(root, server, "platform")
-        app_dir = repo.work / APP_PATH
-        app_dir.parent.mkdir(parents=True)
-        run_kfctl("init", str(app_dir), "--platform", "kind")
-        run_kfctl("generate", str(app_dir))
-        export(app_dir, repo)
-        commit = commit_as_the_readme_says(app_dir, repo, "kfctl platform: first export")
+    with app_repo(root, NAME, "--platform", "kind") as app:
+        repo, app_dir = app.repo, app.app_dir
+        export(app)
+        commit = app.commit_and_push("kfctl platform: first export", EXPORT_PATH)
         flux_support.install_crds(kubeconfig)
         api = kube_rest.Client(kubeconfig)
         # Dependencies looked at every 5 s instead of Flux's 30 s: the same order, a shorter test (bench B8 times
@@ -215,7 +160,7 @@ def platform(
             seconds = time.monotonic() - start
             print(f"\nFlux: every Kustomization Ready {seconds:.1f} s after the export was handed to it")
             secrets = sorted(s["object"] for s in json.loads(made)["secrets"] if s["result"] == "created")
-            yield Platform(module_cluster, api, flux, app_dir, repo, commit, seconds, found, secrets)
+            yield Platform(module_cluster, api, flux, app, commit, seconds, found, secrets)
             assert not flux.non_loopback_sockets(), flux.non_loopback_sockets()
         api.close()
 
@@ -365,14 +310,11 @@ def test_an_application_removed_from_the_kfdef_is_pruned_by_flux_but_its_crds_st
     before = tmp_path / f"{REMOVED}.yaml"
     shutil.copy(platform.app_dir / "rendered" / f"{REMOVED}.yaml", before)
 
-    kfdef_path = platform.app_dir / "kfdef.yaml"
-    kfdef = yaml.safe_load(kfdef_path.read_text())
-    kfdef["spec"]["applications"] = [a for a in kfdef["spec"]["applications"] if a["name"] != REMOVED]
-    kfdef_path.write_text(yaml.safe_dump(kfdef, sort_keys=False))
+    kfdef_without(platform.app_dir, [REMOVED])
     run_kfctl("generate", str(platform.app_dir))
-    export(platform.app_dir, platform.repo)
+    export(platform.app)
     assert f"{NAME}-{REMOVED}" not in exported_kustomizations(platform.repo)
-    commit = commit_as_the_readme_says(platform.app_dir, platform.repo, f"kfctl platform: without {REMOVED}")
+    commit = platform.app.commit_and_push(f"kfctl platform: without {REMOVED}", EXPORT_PATH)
     request_reconcile(platform.api, f"{GITREPOSITORIES}/{NAME}")
     gone = f"{KUSTOMIZATIONS}/{NAME}-{REMOVED}"
     poll(lambda: platform.api.get(gone) is None, timeout=300, what=f"Flux to delete Kustomization {NAME}-{REMOVED}")

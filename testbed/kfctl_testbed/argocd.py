@@ -63,12 +63,7 @@ def argocd_bin_dir() -> Path:
 
 def require_argocd() -> Path:
     """Argo CD's bin dir; fails the test (never skips) when a binary or redis-server is missing, naming the fix."""
-    bin_dir = argocd_bin_dir()
-    missing = [b for b in BINARIES if not (bin_dir / b).is_file()]
-    if missing:
-        pytest.fail(
-            f"no {', '.join(missing)} in {bin_dir}: run `e2e/build-binaries --argocd` (make setup does)", pytrace=False
-        )
+    bin_dir = localcluster.require_built("--print-argocd-dir", "KFCTL_E2E_ARGOCD_DIR", BINARIES, "Argo CD", "--argocd")
     if shutil.which("redis-server") is None:
         pytest.fail("no redis-server on PATH: run `make redis` (make setup does; Debian's redis-server)", pytrace=False)
     return bin_dir

@@ -55,15 +55,7 @@ def flux_bin_dir() -> Path:
 
 def require_flux_binaries() -> Path:
     """The Flux bin dir; fails the test (never skips) when a controller is missing, naming the fix."""
-    bin_dir = flux_bin_dir()
-    missing = [b for b in BINARIES if not (bin_dir / b).is_file()]
-    if missing:
-        pytest.fail(
-            f"no Flux controllers ({', '.join(missing)}) in {bin_dir}: run `e2e/build-binaries --flux` "
-            "(make setup does)",
-            pytrace=False,
-        )
-    return bin_dir
+    return localcluster.require_built("--print-flux-dir", "KFCTL_E2E_FLUX_DIR", BINARIES, "Flux controllers", "--flux")
 
 
 def kubectl(kubeconfig: str, *args: str, stdin: str | None = None, timeout: float = 300) -> str:

@@ -262,6 +262,21 @@ def build_dir(flag: str, override_env: str) -> Path:
     return found
 
 
+def require_built(flag: str, override_env: str, names: Sequence[str], what: str, option: str) -> Path:
+    """`build_dir(flag, override_env)` when it holds every one of ``names``; else fails the test (never skips),
+    naming ``what`` is missing and the `e2e/build-binaries` ``option`` that builds it (make setup runs it)."""
+    import pytest  # only the tests call this; e2e/cluster imports this module without pytest
+
+    bin_dir = build_dir(flag, override_env)
+    missing = [b for b in names if not (bin_dir / b).is_file()]
+    if missing:
+        pytest.fail(
+            f"no {what} ({', '.join(missing)}) in {bin_dir}: run `e2e/build-binaries {option}` (make setup does)",
+            pytrace=False,
+        )
+    return bin_dir
+
+
 def binaries() -> Path:
     """The directory holding the control plane's binaries, building them when the cache lacks them."""
     override = os.environ.get("KFCTL_E2E_BIN_DIR")
