@@ -36,13 +36,13 @@ from typing import Any
 
 import pytest
 import yaml
+from gitops_support import KEPT, live_objects, rendered_keys, run_kfctl
 from harness import Cluster, poll
 from kfctl_testbed import argocd as argocd_support
 from kfctl_testbed import flux as flux_support
 from kfctl_testbed import kube_rest
 from kfctl_testbed.argocd import APPLICATIONS, APPLICATIONSETS, ArgoCD
 from kfctl_testbed.flux import Repo
-from test_gitops_argocd import KEPT, live_keys, rendered_keys, run_kfctl
 
 pytestmark = pytest.mark.e2e
 
@@ -195,7 +195,7 @@ def test_both_clusters_are_synced_and_healthy_from_one_commit_each_child_on_its_
             assert app["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] in ("0", "1")
     rendered = set().union(*(rendered_keys(fleet.app_dir, a) for a in APPS))
     for name, cluster in fleet.clusters.items():
-        live = live_keys(cluster.kubeconfig, fleet.app_dir / "rendered")
+        live = set(live_objects(cluster.kubeconfig, fleet.app_dir / "rendered", missing_ok=True))
         assert live == rendered, f"{name}: missing {sorted(rendered - live)[:10]}"
 
 
@@ -240,10 +240,10 @@ def test_a_cluster_whose_label_is_removed_loses_the_platform_but_what_kfctl_keep
     assert kept and any(k[1] == "CustomResourceDefinition" for k in kept), kept
     b = fleet.clusters["b"].kubeconfig
     poll(
-        lambda: live_keys(b, fleet.app_dir / "rendered") == kept,
+        lambda: set(live_objects(b, fleet.app_dir / "rendered", missing_ok=True)) == kept,
         timeout=120,
         what="b's objects deleted but the Namespaces and CRDs kfctl keeps",
     )
     names = names_for("in-cluster", exported_children(fleet.repo))
     argocd_support.wait_all(fleet.api, names, timeout=120, argocd=fleet.argocd, revision=fleet.commit)
-    assert live_keys(kubeconfig, fleet.app_dir / "rendered") == rendered
+    assert set(live_objects(kubeconfig, fleet.app_dir / "rendered", missing_ok=True)) == rendered
