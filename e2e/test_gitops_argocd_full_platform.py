@@ -95,6 +95,6 @@ def test_every_workload_kfctl_renders_is_available(platform: ArgoPlatform) -> No
     out = flux_support.kubectl(platform.kubeconfig, "get", "-f", "-", "-o", "json", stdin=yaml.safe_dump_all(workloads))
     doc = json.loads(out)
     live = doc["items"] if doc.get("kind") == "List" else [doc]
-    assert len(live) == len(workloads) > 50, len(live)
+    assert len(live) == len(workloads) >= 40, len(live)  # 50 in v1.11.0's example
     assert short_of_replicas(live) == []
     print(f"\n{len(live)} Deployments, StatefulSets and DaemonSets available")
