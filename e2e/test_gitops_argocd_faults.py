@@ -32,13 +32,14 @@ from typing import Any
 import pytest
 import yaml
 from full_platform_support import served_files
+from gitops_support import Key, key_of, run_kfctl
 from harness import Cluster
 from kfctl_testbed import argocd as argocd_support
 from kfctl_testbed import fileserver, kube_rest, upstream_mirror
 from kfctl_testbed import flux as flux_support
 from kfctl_testbed.argocd import APPLICATIONS, ArgoCD
 from kfctl_testbed.flux import Repo
-from test_gitops_argocd import Key, key_of, managed_keys, run_kfctl
+from test_gitops_argocd import managed_keys
 from test_gitops_argocd_plugin import live_objects
 
 from kfctl import yamlio
