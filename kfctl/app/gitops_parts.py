@@ -20,8 +20,8 @@ it reads no cluster and writes nothing.
 The order of the applications: their dependsOn (catalog and KfDef), and what the plan says an object of one needs
 of another (its Namespace, CRD, the backend of a webhook that admits it: ``needs_between_applications``), as far
 as that closes no cycle. Without the second, upstream's full platform, whose applications name no dependsOn, was
-one wave: every Application synced at once, and each sync of objects whose Namespace or CRD another Application
-had not made yet failed and waited for its retries.
+one wave: every Application would sync at once, and a sync of objects whose Namespace or CRD another Application
+had not made yet would fail and wait for its retries (the order then left to chance, not to the plan).
 """
 
 from __future__ import annotations
