@@ -130,26 +130,6 @@ def flux_install(kc: str, app: Path, repo: flux_support.Repo, names: list[str], 
         api.close()
 
 
-def argocd_parent(repo_url: str) -> str:
-    """The app-of-apps docs/gitops.md shows, as e2e/test_gitops_argocd applies it."""
-    return json.dumps(
-        {
-            "apiVersion": "argoproj.io/v1alpha1",
-            "kind": "Application",
-            "metadata": {"name": ARGOCD_PARENT, "namespace": argocd_support.NAMESPACE},
-            "spec": {
-                "project": "default",
-                "source": {"repoURL": repo_url, "targetRevision": "main", "path": ARGOCD_PATH},
-                "destination": {"server": "https://kubernetes.default.svc", "namespace": argocd_support.NAMESPACE},
-                "syncPolicy": {
-                    "automated": {"prune": True},
-                    "retry": {"limit": 5, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "3m"}},
-                },
-            },
-        }
-    )
-
-
 def argocd_install(kc: str, app: Path, repo: flux_support.Repo, info: dict[str, Any], work: Path) -> float:
     """Argo CD's CRDs, settings (with the export's argocd-cm.yaml) and processes set up (untimed), then the
     user's steps until the parent and every child Application are Synced and Healthy at the pushed commit."""
@@ -160,7 +140,8 @@ def argocd_install(kc: str, app: Path, repo: flux_support.Repo, info: dict[str, 
     try:
         with argocd_support.run_argocd(kc, work) as argocd:
             start = time.perf_counter()
-            flux_support.kubectl(kc, "apply", "--server-side", "-f", "-", stdin=argocd_parent(repo.url))
+            parent = argocd_support.parent_application(ARGOCD_PARENT, repo.url, ARGOCD_PATH)
+            flux_support.kubectl(kc, "apply", "--server-side", "-f", "-", stdin=parent)
             poll(lambda: api.get("/api/v1/namespaces/kubeflow") is not None, timeout=300, what="namespace kubeflow")
             run_measured(kfctl_argv("secrets", "apply", str(app), "--kubeconfig", kc)).check()
             names = [ARGOCD_PARENT, *info["applications"]]

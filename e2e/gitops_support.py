@@ -137,31 +137,6 @@ def wave(app: dict[str, Any]) -> int:
     return int(app["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"])
 
 
-def parent_application(name: str, repo_url: str, path: str) -> str:
-    """The app-of-apps of docs/gitops.md: the export's directory, prune on, in Argo CD's namespace; its resources
-    finalizer makes deleting it delete the children, the highest wave first."""
-    return yaml.safe_dump(
-        {
-            "apiVersion": "argoproj.io/v1alpha1",
-            "kind": "Application",
-            "metadata": {
-                "name": name,
-                "namespace": argocd_support.NAMESPACE,
-                "finalizers": ["resources-finalizer.argocd.argoproj.io"],
-            },
-            "spec": {
-                "project": "default",
-                "source": {"repoURL": repo_url, "targetRevision": "main", "path": path},
-                "destination": {"server": "https://kubernetes.default.svc", "namespace": argocd_support.NAMESPACE},
-                "syncPolicy": {
-                    "automated": {"prune": True},
-                    "retry": {"limit": 5, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "3m"}},
-                },
-            },
-        }
-    )
-
-
 @dataclass
 class ArgoSync:
     api: kube_rest.Client
@@ -248,7 +223,7 @@ def exported_to_argocd(
             kubeconfig,
             root / "argocd",
             argocd_cm=app.repo.work / export / "argocd-cm.yaml",
-            application=parent_application(parent, app.repo.url, export),
+            application=argocd_support.parent_application(parent, app.repo.url, export),
             names=[parent, *exported_applications(app.repo.work / export)],
             secrets_of=app.app_dir,
             revision=commit,

@@ -384,6 +384,32 @@ def _redis_pong(port: int) -> bool:
 # --- what the Applications say -------------------------------------------------------------------------------------
 
 
+def parent_application(name: str, repo_url: str, path: str) -> str:
+    """The app-of-apps of docs/gitops.md (the e2e tests and bench B8 hand it to Argo CD): the export's directory,
+    prune on, in Argo CD's namespace; its resources finalizer makes deleting it delete the children, the highest
+    wave first."""
+    return yaml.safe_dump(
+        {
+            "apiVersion": "argoproj.io/v1alpha1",
+            "kind": "Application",
+            "metadata": {
+                "name": name,
+                "namespace": NAMESPACE,
+                "finalizers": ["resources-finalizer.argocd.argoproj.io"],
+            },
+            "spec": {
+                "project": "default",
+                "source": {"repoURL": repo_url, "targetRevision": "main", "path": path},
+                "destination": {"server": "https://kubernetes.default.svc", "namespace": NAMESPACE},
+                "syncPolicy": {
+                    "automated": {"prune": True},
+                    "retry": {"limit": 5, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "3m"}},
+                },
+            },
+        }
+    )
+
+
 def synced_and_healthy(app: Mapping[str, Any], revision: str | None = None) -> bool:
     """Synced (at ``revision`` when given) and Healthy, as `argocd app wait --sync --health` waits."""
     status = app.get("status") or {}
