@@ -169,6 +169,13 @@ class InterruptedError_(KfctlError):
     kind = "interrupted"
 
 
+class TerminatedError(InterruptedError_):
+    """SIGTERM stopped kfctl (a container runtime, `timeout(1)`, Argo CD's plugin deadline): as Ctrl-C, with the
+    exit code a shell reports for a process SIGTERM ended (128 + 15)."""
+
+    exit_code = 143
+
+
 def must_be(what: str, expected: str, value: object, *, present: bool = True) -> str:
     """``WHAT must be EXPECTED, got 'VALUE'`` for a message; a value that is not there says so ("is missing", "is
     empty") rather than printing Python's ``None``, which is no word a KfDef or a catalog file has. ``what`` may be

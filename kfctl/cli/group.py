@@ -16,7 +16,8 @@ import click
 
 from kfctl.cli.context import OutputFormat
 from kfctl.cli.options import TEXT_OUTPUTS, global_params
-from kfctl.errors import InterruptedError_, UsageError
+from kfctl.cli.signals import Terminated
+from kfctl.errors import InterruptedError_, TerminatedError, UsageError
 
 
 class CommandGroup(click.Group):
@@ -45,4 +46,11 @@ class CommandGroup(click.Group):
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt as e:
-            raise InterruptedError_("interrupted by the user") from e
+            raise interrupted(e) from e
+
+
+def interrupted(e: KeyboardInterrupt) -> InterruptedError_:
+    """Ctrl-C's error, or SIGTERM's (kfctl.cli.signals)."""
+    if isinstance(e, Terminated):
+        return TerminatedError("terminated (SIGTERM)")
+    return InterruptedError_("interrupted by the user")

@@ -9,9 +9,10 @@ import click
 
 from kfctl import __version__
 from kfctl.cli.context import GlobalOptions
-from kfctl.cli.group import CommandGroup
+from kfctl.cli.group import CommandGroup, interrupted
 from kfctl.cli.options import GRAPH_OUTPUTS, TEXT_OUTPUTS, get_options, global_options, kubectl_dry_run, output_asked
 from kfctl.cli.output import emit, emit_error, emit_unexpected
+from kfctl.cli.signals import sigterm_unwinds
 from kfctl.errors import InterruptedError_, KfctlError, UsageError
 
 # Commands are imported when used: the cluster commands pull in the kubernetes client (about a second of
@@ -63,7 +64,7 @@ Typical flow:
 Exit codes: 0 ok, 1 error, 2 usage, 3 config, 4 render, 5 plan, 6 cluster, 7 API denied,
 8 health/timeout, 9 stale output, 10 fetch, 11 owned by someone else, 12 locked by another run,
 13 check: warnings only, 14 check: a check failed, 15 changes (apply/diff --detailed-exitcode),
-16 migrate --check: something would be dropped, 130 interrupted.
+16 migrate --check: something would be dropped, 130 interrupted, 143 terminated.
 
 \b
 Shell completion: add this line to ~/.bashrc (zsh_source or fish_source for zsh or fish):
@@ -116,7 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     opts = GlobalOptions()
     args = list(sys.argv[1:] if argv is None else argv)
     try:
-        cli.main(args=kubectl_dry_run(args), prog_name="kfctl", standalone_mode=False, obj=opts)
+        with sigterm_unwinds():
+            cli.main(args=kubectl_dry_run(args), prog_name="kfctl", standalone_mode=False, obj=opts)
     except click.exceptions.Exit as e:
         return int(e.exit_code)
     except click.exceptions.NoArgsIsHelpError as e:  # `kfctl` alone: the help, as click prints it
@@ -129,9 +131,10 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Abort:
         emit_error(opts, InterruptedError_("interrupted"))
         return 130
-    except KeyboardInterrupt:
-        emit_error(opts, InterruptedError_("interrupted by the user"))
-        return 130
+    except KeyboardInterrupt as e:
+        error = interrupted(e)
+        emit_error(opts, error)
+        return error.exit_code
     except KfctlError as e:
         emit_error(_obeying_o(opts, args), e)
         return e.exit_code
