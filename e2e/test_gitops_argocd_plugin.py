@@ -12,7 +12,10 @@ docs say, `kfctl secrets apply` once namespace kubeflow exists.
    local `kfctl generate` renders (less the Secrets kfctl generates in the cluster), each on the API server with
    the sync wave of its part, and no object of a wave was created before every object of the earlier waves
    (the API server's creationTimestamps).
-2. A commit whose KfDef names an application the catalog lacks fails the render: the Application's
+2. A commit that sets one parameter (training-operator's controllerThreads) is synced at its revision, and Argo CD
+   writes exactly the objects the catalog names as that parameter's targets: the API server's managedFields say
+   which objects Argo CD's apply changed (a server-side apply that changes nothing writes nothing).
+3. A commit whose KfDef names an application the catalog lacks fails the render: the Application's
    ComparisonError condition carries kfctl's own message (the file, line, field and the known components), no
    sync follows, and every object is still there.
 """
@@ -27,6 +30,7 @@ from typing import Any
 
 import pytest
 import yaml
+from apply_support import REPO
 from gitops_support import Key, app_repo, key_of, run_kfctl, synced_by_argocd
 from harness import Cluster
 from kfctl_testbed import argocd as argocd_support
@@ -123,14 +127,59 @@ def test_a_repo_holding_only_a_kfdef_deploys_the_platform_wave_after_wave(platfo
         assert min(created[later]) >= max(created[earlier]), (earlier, later, created)
 
 
-def live_objects(kubeconfig: str, objects: list[dict[str, Any]]) -> dict[Key, dict[str, Any]]:
+def live_objects(kubeconfig: str, objects: list[dict[str, Any]], *flags: str) -> dict[Key, dict[str, Any]]:
     """The live copies of ``objects`` that exist, read with one `kubectl get`."""
     out = flux_support.kubectl(
-        kubeconfig, "get", "-f", "-", "--ignore-not-found", "-o", "json", stdin=yaml.safe_dump_all(objects)
+        kubeconfig, "get", "-f", "-", "--ignore-not-found", "-o", "json", *flags, stdin=yaml.safe_dump_all(objects)
     )
     doc: dict[str, Any] = json.loads(out) if out.strip() else {}
     items: list[dict[str, Any]] = doc["items"] if doc.get("kind") == "List" else [doc] if doc else []
     return {key_of(o): o for o in items}
+
+
+def test_a_commit_setting_one_parameter_changes_exactly_the_objects_it_targets(platform: Platform) -> None:
+    component = yaml.safe_load((REPO / "manifests" / "training-operator" / "component.yaml").read_text())
+    (parameter,) = (p for p in component["parameters"] if p["name"] == "controllerThreads")
+    targets = {(s["select"]["kind"], s["select"]["name"]) for s in parameter["targets"]}
+    expected = {key for key in platform.rendered if (key[1], key[3]) in targets}
+    assert expected == {("apps", "Deployment", "kubeflow", "training-operator")}, expected
+    objects, kubeconfig = list(platform.rendered.values()), platform.cluster.kubeconfig
+    old = live_objects(kubeconfig, objects, MANAGED_FIELDS)
+    before = {key: argocd_writes(obj) for key, obj in old.items()}
+    assert all(before.values()), [k for k, v in before.items() if not v][:5]  # every object written by Argo CD
+
+    kfdef_path = platform.repo.work / APP_PATH / "kfdef.yaml"
+    kfdef = yaml.safe_load(kfdef_path.read_text())
+    (app,) = (a for a in kfdef["spec"]["applications"] if a["name"] == "training-operator")
+    app["kustomizeConfig"]["parameters"] = [{"name": "controllerThreads", "value": "2"}]
+    kfdef_path.write_text(yaml.safe_dump(kfdef, sort_keys=False))
+    commit = platform.repo.commit_and_push("training-operator: two threads per controller", f"{APP_PATH}/kfdef.yaml")
+    argocd_support.hard_refresh(platform.cluster.kubeconfig, NAME)  # as a git webhook would (none here)
+    argocd_support.wait_all(platform.api, [NAME], timeout=600, argocd=platform.argocd, revision=commit)
+    platform.commit = commit
+
+    live = live_objects(kubeconfig, objects, MANAGED_FIELDS)
+    changed = {key for key, obj in live.items() if argocd_writes(obj) != before.get(key)}
+    assert changed == expected, {  # what Argo CD's managedFields entries of the others were, and are
+        key: [
+            [f for f in o["metadata"]["managedFields"] if f["manager"].startswith("argocd")]
+            for o in (old[key], live[key])
+        ]
+        for key in changed - expected
+    }
+    (deployment,) = (live[key] for key in expected)
+    (container,) = (c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "training-operator")
+    assert "--controller-threads=2" in container["args"], container["args"]
+    assert live.keys() == before.keys()
+
+
+MANAGED_FIELDS = "--show-managed-fields"  # kubectl get leaves them out otherwise
+
+
+def argocd_writes(obj: dict[str, Any]) -> list[tuple[str, str]]:
+    """When Argo CD's server-side applies last changed ``obj`` (its managers' entries in managedFields)."""
+    fields = obj["metadata"].get("managedFields") or []
+    return sorted((f["manager"], f.get("time", "")) for f in fields if f["manager"].startswith("argocd"))
 
 
 def test_a_kfdef_error_fails_the_render_with_kfctls_message_and_changes_nothing(platform: Platform) -> None:
@@ -140,6 +189,8 @@ def test_a_kfdef_error_fails_the_render_with_kfctls_message_and_changes_nothing(
     kfdef_path.write_text(yaml.safe_dump(kfdef, sort_keys=False))
     before = {a["metadata"]["name"]: a["metadata"]["resourceVersion"] for a in platform.api.list(APPLICATIONS)}
     commit = platform.repo.commit_and_push("a typo", f"{APP_PATH}/kfdef.yaml")
+    # Else the repo-server may take 3 min to see it: the last test's commit had it resolve main just now.
+    argocd_support.hard_refresh(platform.cluster.kubeconfig, NAME)
     message: list[str] = []
 
     def comparison_error() -> bool:

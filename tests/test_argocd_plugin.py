@@ -78,6 +78,7 @@ def test_export_writes_the_plugin_the_application_and_the_repo_servers_patch(tmp
         "ServerSideApply=true",
         "SkipDryRunOnMissingResource=true",
         "RespectIgnoreDifferences=true",
+        "ApplyOutOfSyncOnly=true",
     ]
     assert [d["kind"] for d in app["spec"]["ignoreDifferences"]] == [
         "MutatingWebhookConfiguration",

@@ -142,6 +142,7 @@ def test_argocd_output_is_exact(tmp_path: Path, catalog: Catalog) -> None:
                             "ServerSideApply=true",
                             "SkipDryRunOnMissingResource=true",
                             "RespectIgnoreDifferences=true",
+                            "ApplyOutOfSyncOnly=true",
                         ],
                         "retry": {"limit": 5, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "3m"}},
                     },

@@ -66,8 +66,17 @@ FLUX_KEEP = ("kustomize.toolkit.fluxcd.io/prune", "disabled")
 ARGOCD_KEEP = ("argocd.argoproj.io/sync-options", "Prune=false,Delete=false")
 ARGOCD_RESOURCES_FINALIZER = "resources-finalizer.argocd.argoproj.io"  # deleting the Application deletes its objects
 # Server-side apply (kfctl applies so: large CRDs fit no last-applied annotation); custom resources whose CRD the
-# same sync creates are not dry-run first (their kind is unknown until then); ignoreDifferences hold for the sync.
-ARGOCD_SYNC_OPTIONS = ("ServerSideApply=true", "SkipDryRunOnMissingResource=true", "RespectIgnoreDifferences=true")
+# same sync creates are not dry-run first (their kind is unknown until then); ignoreDifferences hold for the sync;
+# a sync applies only the objects that differ, as kfctl does. Without the last, Argo CD v3.2.11 applied every object
+# of the Application on a one-parameter commit, and katib's two webhook configurations were written too: the live
+# caBundle cert-manager's cainjector had injected, copied into the apply by RespectIgnoreDifferences, made
+# argocd-controller a co-owner of the field (its managedFields entry, seen in e2e/test_gitops_argocd_plugin.py).
+ARGOCD_SYNC_OPTIONS = (
+    "ServerSideApply=true",
+    "SkipDryRunOnMissingResource=true",
+    "RespectIgnoreDifferences=true",
+    "ApplyOutOfSyncOnly=true",
+)
 # Argo CD compares with the API server's dry run of the apply instead of its own merge: its own showed upstream's
 # istio-ingressgateway Deployment OutOfSync for ever (limits cpu: 2000m in git, 2 as the API server stores it),
 # which held the parent's wave; the server's diff also applies defaults and leaves out what webhooks add.

@@ -324,6 +324,16 @@ def run_argocd(
         localcluster.stop_procs(state.procs)
 
 
+def hard_refresh(kubeconfig: str, name: str) -> None:
+    """Argo CD's hard refresh of Application ``name``: the branch resolved and the manifests generated again, not
+    read from the repo-server's caches (it keeps what a branch resolves to for 3 min). A git webhook would tell
+    Argo CD of a push; the test bed has none, so a test that pushes a commit asks for it this way."""
+    kubectl(
+        kubeconfig, "-n", NAMESPACE, "annotate", "--overwrite",
+        f"applications.argoproj.io/{name}", "argocd.argoproj.io/refresh=hard",
+    )  # fmt: skip
+
+
 def plugin_config_dir(export: Path, directory: Path) -> Path:
     """``directory`` holding the plugin.yaml of the ConfigMap `kfctl export --format argocd-plugin` wrote into
     ``export`` (what the sidecar mounts), for run_argocd's ``plugin_config``."""
