@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
 import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+FILLING = ".tmp-"  # the prefix of every directory `filling` makes
+OWNER = ".owner"  # in such a directory: locked (flock) by the kfctl filling it, for as long as that process lives
+# A directory younger than this is left alone whatever its lock says: its kfctl may not have locked it yet.
+LOCK_GRACE = 10.0
+# One without an OWNER file (made by a kfctl before it had them) is taken for abandoned only after this long.
+UNOWNED_AFTER = 24 * 3600.0
 
 
 def write_atomic(path: Path, data: str, *, mode: int = 0o644) -> bool:
@@ -45,3 +57,59 @@ def find_content_addressed(roots: tuple[Path, ...], name: str) -> Path | None:
     """The directory ``name`` in the first of ``roots`` that has it: a content-addressed cache may be read from
     several places (APPDIR's cache, then a private one a read-only command fills) and is the same in each."""
     return next((root / name for root in roots if (root / name).is_dir()), None)
+
+
+@contextmanager
+def filling(root: Path, prefix: str) -> Iterator[Path]:
+    """A new directory ``root/PREFIX…`` to fill and rename into place (place_content_addressed), removed after.
+
+    A kfctl killed meanwhile cannot remove it: argocd-cmp-server kills a plugin's render with SIGKILL at the
+    controller's deadline (Go's exec.CommandContext), and each such render left a partial archive or tree in the
+    plugin's cache volume. So the directory holds a lock for as long as its kfctl lives (the kernel drops it
+    when the process dies, however it dies), and the next fill of ``root`` removes what no live process holds
+    (:func:`sweep_abandoned`). ``prefix`` must start with FILLING.
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    sweep_abandoned(root)
+    tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=root))
+    fd = os.open(tmp / OWNER, os.O_CREAT | os.O_WRONLY, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # nobody else can hold it: the file is ours, just made
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        os.close(fd)
+
+
+def sweep_abandoned(root: Path) -> list[str]:
+    """Remove the directories :func:`filling` made in ``root`` whose kfctl is gone (their lock is free); their
+    names. Another kfctl's fill in progress holds its lock and is left alone, so caches shared by concurrent
+    renders (a plugin sidecar's volume) stay safe."""
+    removed: list[str] = []
+    for directory in sorted(root.glob(f"{FILLING}*")):
+        try:
+            age = time.time() - directory.stat().st_mtime
+        except OSError:  # removed meanwhile
+            continue
+        if age < LOCK_GRACE:
+            continue
+        try:
+            fd = os.open(directory / OWNER, os.O_RDONLY)
+        except FileNotFoundError:
+            if age >= UNOWNED_AFTER:
+                shutil.rmtree(directory, ignore_errors=True)
+                removed.append(directory.name)
+            continue
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        try:
+            shutil.rmtree(directory, ignore_errors=True)
+            removed.append(directory.name)
+        finally:
+            os.close(fd)
+    return removed

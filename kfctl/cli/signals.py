@@ -1,10 +1,10 @@
 """SIGTERM handled as Ctrl-C is: raised in the main thread, so every ``finally`` runs before kfctl exits.
 
 Python's default for SIGTERM ends the process on the spot: a fetch's temporary directory (``.tmp-NAME-…`` in the
-repo cache, with a partial archive) stays behind, and a half-built render cache entry with it. argocd-cmp-server
-stops a plugin's render that way when the controller's deadline passes (docs/gitops.md, "Timeouts"), and so do
-a container runtime stopping a pod, CI runners and `timeout(1)`; each stop left one more partial archive in the
-plugin's cache volume. SIGKILL cannot be handled: what it leaves is named ``.tmp-*`` and never read.
+repo cache, with a partial archive) stayed behind. Container runtimes stopping a pod, CI runners and `timeout(1)`
+send SIGTERM; so does argocd-cmp-server, to the plugin's process group at the controller's deadline, though it
+kills the plugin's own process outright at the same moment. SIGKILL cannot be handled: what it leaves, the next
+fetch into the same cache removes (kfctl.fsutil.filling).
 """
 
 from __future__ import annotations

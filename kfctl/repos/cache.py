@@ -14,15 +14,13 @@ passes ``fill``: it reads APPDIR's cache and fetches what is missing into that p
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from kfctl.config.model import KfDef, Repo
 from kfctl.errors import ConfigError, RenderError
-from kfctl.fsutil import find_content_addressed, place_content_addressed
+from kfctl.fsutil import filling, find_content_addressed, place_content_addressed
 from kfctl.render import git
 from kfctl.repos.archive import check_links, extract
 from kfctl.repos.download import fetch_archive
@@ -167,9 +165,7 @@ def _archive(
     if offline and not source.local:
         raise _offline_miss(source, locked, match is not None or repo.sha256 is not None)
     root = roots[-1]
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{repo.name}-", dir=root))
-    try:
+    with filling(root, f".tmp-{repo.name}-") as tmp:
         archive = tmp / "archive"
         mapped = _mapped(source, result)
         actual = fetch_archive(mapped.location, archive, local=mapped.local, what=_where(source, mapped))
@@ -195,8 +191,6 @@ def _archive(
         return _archive_root(final, app_paths, what=source.where), LockEntry(
             name=repo.name, uri=repo.uri, kind="archive", sha256=actual
         )
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _git(
@@ -217,9 +211,7 @@ def _git(
     if offline:
         raise _offline_miss(source, locked, commit is not None)
     root = roots[-1]
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{repo.name}-", dir=root))
-    try:
+    with filling(root, f".tmp-{repo.name}-") as tmp:
         tree = tmp / "tree"
         mapped = _mapped(source, result)
         got = git.fetch_tree(mapped.location, commit or ref, tree, what=_where(source, mapped))
@@ -231,8 +223,6 @@ def _git(
             place_content_addressed(tree, final)
         result.fetched.append(repo.name)
         return final, LockEntry(name=repo.name, uri=repo.uri, kind="git", ref=repo.ref, commit=got)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _mapped(source: Source, result: Resolution) -> Mapped:

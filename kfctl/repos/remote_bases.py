@@ -16,15 +16,13 @@ only through :mod:`kfctl.render.git`.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
 from kfctl.errors import ConfigError, FetchError, KfctlError, RenderError
-from kfctl.fsutil import find_content_addressed, place_content_addressed
+from kfctl.fsutil import filling, find_content_addressed, place_content_addressed
 from kfctl.render import git
 from kfctl.repos.archive import check_links, check_tree_limits
 from kfctl.repos.download import fetch_archive
@@ -150,9 +148,7 @@ class RemoteResolver:
             raise self._offline_miss(spec, where, pinned=pinned is not None)
         mapped = self.mirrors.map(spec.repo)
         store = self._roots[-1]
-        store.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".tmp-git-", dir=store))
-        try:
+        with filling(store, ".tmp-git-") as tmp:
             tree = tmp / "tree"
             ask = spec.ref if spec.ref is not None else "HEAD"
             try:
@@ -178,8 +174,6 @@ class RemoteResolver:
             self.fetched.append(f"{spec.repo}@{spec.ref or 'HEAD'}")
             self._note_repin(spec, got)
             return got, final
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
 
     def _offline_miss(self, spec: RemoteSpec, where: str, *, pinned: bool) -> OfflineMiss:
         why = "is pinned but not in the cache" if pinned else f"is not pinned in {self.lock_name}"
@@ -205,9 +199,7 @@ class RemoteResolver:
         local = mapped.local
         location = unquote(urlsplit(mapped.location).path) if mapped.location.startswith("file://") else mapped.location
         store = self._roots[-1]
-        store.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".tmp-file-", dir=store))
-        try:
+        with filling(store, ".tmp-file-") as tmp:
             tree = tmp / "tree"
             tree.mkdir()
             name = _file_name(spec)
@@ -235,8 +227,6 @@ class RemoteResolver:
             place_content_addressed(tree, final)
             self.fetched.append(spec.url)
             return RemoteEntry(url=spec.url, kind="file", sha256=sha, size=size), final, PurePosixPath()
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _file_name(spec: RemoteSpec) -> str:
