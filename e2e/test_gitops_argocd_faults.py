@@ -16,13 +16,20 @@ and Redis run as processes (kfctl_testbed.argocd), on a cluster of the module's 
 2. Redis stopped (by its recorded pid) right after a commit that adds an application, for longer than the
    controller's resync period and until Argo CD has said it cannot reach it, then started again: the
    Application still reaches Synced and Healthy at the commit, with the added application's objects.
-3. A commit whose kfdef.lock pins another sha256 fails the render: the ComparisonError carries kfctl's message
+3. A render past the application controller's deadline (`--repo-server-timeout-seconds` at DEADLINE while the
+   mirror holds the release archive unanswered, the plugin's cache emptied) is stopped by argocd-cmp-server,
+   SIGKILL to kfctl: the ComparisonError says so (STOPPED), and the killed fetch's partial download is left in the
+   cache volume. With the deadline back at Argo CD's default and the mirror answering, a hard refresh renders
+   the same commit again, fetching into the cache, and the Application is Synced and Healthy again; that fetch
+   removed the partial downloads (kfctl.fsutil.sweep_abandoned).
+4. A commit whose kfdef.lock pins another sha256 fails the render: the ComparisonError carries kfctl's message
    (the repo, the expected and actual digests, the lock file), no sync follows, every object stays.
 """
 
 from __future__ import annotations
 
 import re
+import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -43,6 +50,7 @@ from test_gitops_argocd import managed_keys
 from test_gitops_argocd_plugin import live_objects
 
 from kfctl import yamlio
+from kfctl.fsutil import LOCK_GRACE
 
 pytestmark = pytest.mark.e2e
 
@@ -219,6 +227,69 @@ def test_redis_restarted_after_a_commit_argocd_still_syncs_it(platform: Platform
     assert live_objects(platform.cluster.kubeconfig, list(rendered.values())).keys() == rendered.keys()
 
 
+CONTROLLER = "argocd-application-controller"
+DEADLINE = 10  # seconds: the controller's --repo-server-timeout-seconds while the mirror holds the archive
+# What a render stopped at the deadline reads as (docs/gitops.md, "Timeouts"): the plugin's command killed, or the
+# call canceled while the repo-server waited for it; later attempts answer with the cached failure.
+STOPPED = r"failed signal: (killed|terminated)|desc = context canceled|generate manifest metadata to cmp-server: EOF"
+
+
+def leftovers(cache: Path) -> list[str]:
+    """The temporary directories of fetches in the plugin's cache volume (kfctl.fsutil.filling)."""
+    return sorted(p.name for p in (cache / "repos").glob(".tmp-*")) if (cache / "repos").is_dir() else []
+
+
+def test_a_render_past_the_controllers_deadline_is_stopped_and_the_next_in_time_syncs(
+    platform: Platform, tmp_path: Path
+) -> None:
+    cache = Path(platform.argocd.state.state_dir) / "kfctl-cache"
+    platform.argocd.stop(CONTROLLER)
+    platform.argocd.start(CONTROLLER, "--repo-server-timeout-seconds", str(DEADLINE))
+    try:
+        cache.rename(tmp_path / "kfctl-cache-before")  # the plugin's cache volume emptied: a cold render
+        cache.mkdir()
+        requests = platform.archive_requests()
+        with platform.files.stalling(ARCHIVE):  # a render that cannot end before the deadline, on any machine
+            hard_refresh(platform)
+            message = comparison_error(platform, STOPPED)
+        killed = leftovers(cache)  # SIGKILL at the deadline: nothing of kfctl's runs, a partial fetch stays
+        assert killed, sorted(cache.rglob("*"))
+        stalled = platform.archive_requests()
+        print(
+            f"\nwith the controller's deadline at {DEADLINE} s (archive requests held: {stalled - requests}; "
+            f"left by killed renders: {killed}):\n  {message}"
+        )
+        # What a killed render placed whole would spare the next one its fetch: removed, so that it fetches again.
+        for placed in (cache / "repos").iterdir() if (cache / "repos").is_dir() else []:
+            if not placed.name.startswith(".tmp-"):
+                shutil.rmtree(placed)
+    finally:  # the later tests need Argo CD's default deadline
+        platform.argocd.stop(CONTROLLER)
+        platform.argocd.start(CONTROLLER)
+    # A temporary directory younger than LOCK_GRACE is left alone, locked or not (its kfctl may not have locked it).
+    youngest = max(((cache / "repos" / name).stat().st_mtime for name in leftovers(cache)), default=0.0)
+    time.sleep(max(0.0, youngest + LOCK_GRACE - time.time()))
+    hard_refresh(platform)  # past the repo-server's cached failure of this commit
+
+    def synced_again() -> bool:
+        status = platform.application().get("status") or {}
+        conditions = [c for c in status.get("conditions") or [] if c.get("type") == "ComparisonError"]
+        sync = status.get("sync") or {}
+        healthy = (status.get("health") or {}).get("status") == "Healthy"
+        return not conditions and sync.get("status") == "Synced" and sync.get("revision") == platform.commit and healthy
+
+    start = time.monotonic()
+    argocd_support.wait_for(
+        synced_again, api=platform.api, argocd=platform.argocd, timeout=300, what="Synced again at the same commit"
+    )
+    print(f"Synced and Healthy again {time.monotonic() - start:.1f} s after the deadline was put back")
+    lock = yaml.safe_load((platform.kfdef.parent / "kfdef.lock").read_text())
+    [repo] = [r for r in lock["repos"] if r["kind"] == "archive"]
+    assert (cache / "repos" / f"{repo['name']}-{repo['sha256'][:16]}").is_dir(), sorted(cache.rglob("*"))[:20]
+    assert platform.archive_requests() > stalled  # the render in time fetched into the emptied cache
+    assert leftovers(cache) == []  # and its fetch removed what the killed ones left
+
+
 def comparison_error(platform: Platform, pattern: str) -> str:
     """Poll until the Application's ComparisonError condition matches ``pattern``; its message."""
     message: list[str] = []
@@ -235,11 +306,7 @@ def comparison_error(platform: Platform, pattern: str) -> str:
 
 
 def hard_refresh(platform: Platform) -> None:
-    """Argo CD's hard refresh: the manifests are generated again, not read from the repo-server's cache."""
-    flux_support.kubectl(
-        platform.cluster.kubeconfig, "-n", argocd_support.NAMESPACE, "annotate", "--overwrite",
-        f"applications.argoproj.io/{NAME}", "argocd.argoproj.io/refresh=hard",
-    )  # fmt: skip
+    argocd_support.hard_refresh(platform.cluster.kubeconfig, NAME)
 
 
 def test_a_lock_pin_that_no_longer_matches_fails_the_render_with_kfctls_message(

@@ -36,7 +36,7 @@ class _Handler(SimpleHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self.server.requests.append(self.path)
-        if any(self.path.startswith(p) for p in self.behaviour.stall):
+        if any(self.path.startswith(p) for p in (*self.behaviour.stall, *self.server.stalling)):
             self.server.stalled.wait(STALL_SECONDS)
             return
         if any(self.path.startswith(p) for p in self.behaviour.auth):
@@ -58,6 +58,7 @@ class _FileServer(ThreadingHTTPServer):
         super().__init__((LOOPBACK, 0), partial(_Handler, directory=str(root), behaviour=behaviour))
         self.requests: list[str] = []
         self.stalled = threading.Event()  # set at shutdown, so stalled requests end with the server
+        self.stalling: tuple[str, ...] = ()  # prefixes held unanswered for now (FileServer.stalling)
 
 
 @dataclass
@@ -68,6 +69,16 @@ class FileServer:
     @property
     def requests(self) -> list[str]:
         return list(self._server.requests)
+
+    @contextmanager
+    def stalling(self, prefix: str) -> Iterator[None]:
+        """Hold the requests under ``prefix`` unanswered while inside (a mirror too slow for a deadline); those
+        already held stay so until STALL_SECONDS have passed."""
+        self._server.stalling = (*self._server.stalling, prefix)
+        try:
+            yield
+        finally:
+            self._server.stalling = tuple(p for p in self._server.stalling if p != prefix)
 
 
 @contextmanager
