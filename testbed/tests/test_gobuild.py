@@ -152,6 +152,13 @@ def test_an_other_release_is_built_from_its_own_wrapper_under_its_own_name() -> 
     ]
 
 
+def test_every_build_of_a_full_run_has_its_own_scratch_dir() -> None:
+    selection = Selection(operators=True, flux=True, argocd=True)
+    workdirs = [b.workdir for group in selection.groups() for b in builds(selection, VERSIONS, group=group)]
+    assert len(workdirs) == len(set(workdirs)), sorted(w for w in workdirs if workdirs.count(w) > 1)
+    assert {"knative-serving-v0.43.1", "knative-serving-v0.48.1"} <= set(workdirs)
+
+
 def test_the_kubernetes_ldflags_carry_the_release() -> None:
     [k8s] = releases(recipe("kubernetes"), VERSIONS)
     assert "-X k8s.io/component-base/version.gitVersion=v1.33.13" in k8s.ldflags

@@ -379,6 +379,13 @@ class Build:
     def names(self) -> tuple[str, ...]:
         return tuple(name for name, _ in self.outputs)
 
+    @property
+    def workdir(self) -> str:
+        """The directory of the run's scratch this build makes its outputs in: one per build of a run. Two
+        releases of a multi-binary recipe share its label ("knative serving" v0.43.1 and v0.48.1), so the label
+        alone made a cold build stop at the second: `FileExistsError: … .build.i6mutuj9/knative-serving`."""
+        return f"{self.label}-{self.version}".replace(" ", "-")
+
 
 def _ldflags(template: str, version: str) -> str:
     parts = version.removeprefix("v").split(".")

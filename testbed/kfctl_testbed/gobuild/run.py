@@ -215,7 +215,7 @@ class Runner:
         estimate = f" ({build.recipe.estimate})" if build.recipe.estimate else ""
         self.log(f"{build.label} {build.version}: building{names}{estimate}")
         t0 = time.monotonic()
-        out = scratch / build.label.replace(" ", "-")
+        out = scratch / build.workdir
         out.mkdir()
         if build.recipe.source == "go install":
             self._go_install(build, out)
