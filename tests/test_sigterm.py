@@ -36,7 +36,12 @@ from kfctl.config.loader import load_kfdef
 
 __all__ = ["served"]  # test_repos' fixture, used here
 
-RUN_KFCTL = "import sys; from kfctl.cli.main import main; sys.exit(main())"
+# Ctrl-C as a terminal delivers it: a child of pytest-xdist's workers inherits SIGINT ignored, and Python leaves an
+# ignored SIGINT alone, so the child puts Python's own handler back first.
+RUN_KFCTL = (
+    "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "from kfctl.cli.main import main; sys.exit(main())"
+)
 
 
 @pytest.fixture
