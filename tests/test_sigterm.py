@@ -7,8 +7,8 @@ SIGTERM. Python's default for SIGTERM ended kfctl on the spot, and nothing survi
 temporary directory, a partial archive, stayed in the repo cache, one more in the plugin's cache volume for every
 render stopped. The oracle is the filesystem after the real process has exited.
 
-The archive is served by a ThreadingHTTPServer on 127.0.0.1 that sends its headers and a first chunk, then
-stalls until the test ends; nothing leaves the machine.
+The archive is served by the test bed's file server on 127.0.0.1, which holds its request unanswered while the
+test needs a fetch in flight; nothing leaves the machine.
 """
 
 from __future__ import annotations
@@ -19,22 +19,19 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_repos import good_members, make_tar, served, write_kfdef
+from kfctl_testbed import fileserver
+from test_repos import good_members, make_tar, write_kfdef
 
 from kfctl import fsutil
 from kfctl.app.generate import generate
 from kfctl.catalog.model import Catalog
 from kfctl.config.loader import load_kfdef
-
-__all__ = ["served"]  # test_repos' fixture, used here
 
 # Ctrl-C as a terminal delivers it: a child of pytest-xdist's workers inherits SIGINT ignored, and Python leaves an
 # ignored SIGINT alone, so the child puts Python's own handler back first.
@@ -44,34 +41,32 @@ RUN_KFCTL = (
 )
 
 
+ARCHIVE = "/web.tar.gz"
+
+
 @pytest.fixture
-def stalling_archive() -> Iterator[str]:
-    """The URL of an archive whose download never finishes (a first chunk, then nothing until the test ends)."""
-    release = threading.Event()
+def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[fileserver.FileServer]:
+    """A file server on 127.0.0.1 (kfctl_testbed.fileserver) serving tmp_path/www, whose ``stalling`` holds the
+    archive's request unanswered; no proxy in the way."""
+    for var in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(var, raising=False)
+    www = tmp_path / "www"
+    www.mkdir()
+    with fileserver.serve(www) as server:
+        yield server
 
-    class Stalling(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/gzip")
-            self.send_header("Content-Length", str(1 << 20))
-            self.end_headers()
-            self.wfile.write(b"\x1f\x8b" + b"\0" * 4094)
-            self.wfile.flush()
-            release.wait(60)
 
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Stalling)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/web.tar.gz"
-    finally:
-        release.set()
-        server.shutdown()
-        server.server_close()
+def fetching(app: Path, files: fileserver.FileServer, **pipes: Any) -> tuple[subprocess.Popen[str], Path]:
+    """A real kfctl generating ``app`` (its KfDef's repo served by ``files``, stalled), once its fetch has begun:
+    the request is at the server and the fetch's temporary directory in the repo cache."""
+    proc = subprocess.Popen([sys.executable, "-c", RUN_KFCTL, "generate", str(app)], text=True, **pipes)
+    deadline = time.monotonic() + 60
+    while not ((filling := sorted(app.glob(".cache/repos/.tmp-web-*"))) and ARCHIVE in files.requests):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"no fetch began: {proc.communicate()}")
+        time.sleep(0.05)
+    return proc, filling[0]
 
 
 def leftovers(app: Path) -> list[str]:
@@ -89,59 +84,38 @@ def leftovers(app: Path) -> list[str]:
     ],
 )
 def test_a_signal_mid_fetch_removes_the_partial_download(
-    tmp_path: Path, stalling_archive: str, monkeypatch: pytest.MonkeyPatch, signum: int, exit_code: int, message: str
+    tmp_path: Path, files: fileserver.FileServer, signum: int, exit_code: int, message: str
 ) -> None:
-    for var in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
-        monkeypatch.delenv(var, raising=False)
     app = tmp_path / "app"
-    write_kfdef(app, stalling_archive)
-    proc = subprocess.Popen(
-        [sys.executable, "-c", RUN_KFCTL, "generate", str(app)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while not (downloading := sorted(app.glob(".cache/repos/.tmp-web-*/archive"))):
-            assert proc.poll() is None and time.monotonic() < deadline, f"no download began: {proc.communicate()}"
-            time.sleep(0.05)
-        proc.send_signal(signum)
-        _, stderr = proc.communicate(timeout=30)
-        assert not downloading[0].exists()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    write_kfdef(app, files.base + ARCHIVE)
+    with files.stalling(ARCHIVE):
+        proc, filling = fetching(app, files, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            proc.send_signal(signum)
+            _, stderr = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert not filling.exists()
     assert (proc.returncode, stderr) == (exit_code, message)
     assert leftovers(app) == []
 
 
 def test_a_kfctl_killed_mid_fetch_leaves_a_directory_the_next_fetch_removes(
-    tmp_path: Path,
-    stalling_archive: str,
-    served: tuple[Path, str],
-    catalog: Catalog,
-    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, files: fileserver.FileServer, catalog: Catalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """SIGKILL, as argocd-cmp-server sends at the controller's deadline: nothing runs, the partial download stays;
+    """SIGKILL, as argocd-cmp-server sends at the controller's deadline: nothing runs, the fetch's directory stays;
     the next fetch into the same cache removes it (its lock died with the process)."""
-    for var in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
-        monkeypatch.delenv(var, raising=False)
     app = tmp_path / "app"
-    write_kfdef(app, stalling_archive)
-    proc = subprocess.Popen([sys.executable, "-c", RUN_KFCTL, "generate", str(app)], stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 60
-        while not (downloading := sorted(app.glob(".cache/repos/.tmp-web-*/archive"))):
-            assert proc.poll() is None and time.monotonic() < deadline, "no download began"
-            time.sleep(0.05)
+    write_kfdef(app, files.base + ARCHIVE)
+    with files.stalling(ARCHIVE):
+        proc, filling = fetching(app, files, stderr=subprocess.DEVNULL)
         proc.kill()
-    finally:
         proc.wait()
-    assert downloading[0].exists()  # SIGKILL: kfctl could not remove it
-    www, base = served
-    write_kfdef(app, f"{base}/web.tar.gz", make_tar(www / "web.tar.gz", good_members()))
+    assert filling.exists()  # SIGKILL: kfctl could not remove it
+    www = tmp_path / "www"
+    write_kfdef(app, files.base + ARCHIVE, make_tar(www / "web.tar.gz", good_members()))
     monkeypatch.setattr(fsutil, "LOCK_GRACE", 0.0)  # else only a fetch 10 s later removes it
     generate(load_kfdef(app / "kfdef.yaml", catalog), catalog)
     assert sorted(p.name for p in (app / ".cache" / "repos").iterdir()) == [f"web-{sha(www / 'web.tar.gz')[:16]}"]
