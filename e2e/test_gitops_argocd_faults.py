@@ -252,12 +252,15 @@ def test_a_render_past_the_controllers_deadline_is_stopped_and_the_next_in_time_
         with platform.files.stalling(ARCHIVE):  # a render that cannot end before the deadline, on any machine
             hard_refresh(platform)
             message = comparison_error(platform, STOPPED)
-        killed = leftovers(cache)  # SIGKILL at the deadline: nothing of kfctl's runs, a partial fetch stays
-        assert killed, sorted(cache.rglob("*"))
+        # At the deadline argocd-cmp-server sends SIGTERM to kfctl's process group and Go's exec.CommandContext
+        # sends SIGKILL to kfctl, from two goroutines: when SIGKILL lands first nothing of kfctl's runs and a
+        # partial fetch stays; when SIGTERM lands first kfctl unwinds (kfctl.cli.signals) and removes its own.
+        killed = leftovers(cache)
         stalled = platform.archive_requests()
         print(
             f"\nwith the controller's deadline at {DEADLINE} s (archive requests held: {stalled - requests}; "
-            f"left by killed renders: {killed}):\n  {message}"
+            f"left by renders SIGKILL stopped: {killed or 'none, SIGTERM came first and kfctl removed its own'}):"
+            f"\n  {message}"
         )
         # What a killed render placed whole would spare the next one its fetch: removed, so that it fetches again.
         for placed in (cache / "repos").iterdir() if (cache / "repos").is_dir() else []:
