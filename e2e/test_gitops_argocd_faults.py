@@ -229,9 +229,13 @@ def test_redis_restarted_after_a_commit_argocd_still_syncs_it(platform: Platform
 
 CONTROLLER = "argocd-application-controller"
 DEADLINE = 10  # seconds: the controller's --repo-server-timeout-seconds while the mirror holds the archive
-# What a render stopped at the deadline reads as (docs/gitops.md, "Timeouts"): the plugin's command killed, or the
-# call canceled while the repo-server waited for it; later attempts answer with the cached failure.
-STOPPED = r"failed signal: (killed|terminated)|desc = context canceled|generate manifest metadata to cmp-server: EOF"
+# What a render stopped at the deadline reads as (docs/gitops.md, "Timeouts"): the plugin's command killed, or ended
+# by kfctl itself on SIGTERM (exit 143), or the call canceled while the repo-server waited for it; later attempts
+# answer with the cached failure.
+STOPPED = (
+    r"failed signal: (killed|terminated)|failed exit status 143|desc = context canceled"
+    r"|generate manifest metadata to cmp-server: EOF"
+)
 
 
 def leftovers(cache: Path) -> list[str]:
