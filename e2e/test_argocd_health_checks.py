@@ -80,6 +80,7 @@ def exported_argocd_cm(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 NOTEBOOK = "kubeflow.org/v1"
+CRD = "apiextensions.k8s.io/v1"
 WAITING = {"waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling image"}}
 
 
@@ -101,6 +102,35 @@ WAITING = {"waiting": {"reason": "ImagePullBackOff", "message": "Back-off pullin
             _app("OutOfSync", "Degraded", "x", failed="one or more objects failed to apply"),
             ("Degraded", "one or more objects failed to apply"),
             id="app-sync-failed",
+        ),
+        pytest.param(_obj(CRD, "CustomResourceDefinition"), ("Progressing", "waiting for Established"), id="crd-new"),
+        pytest.param(
+            _obj(CRD, "CustomResourceDefinition", {"conditions": [_cond("NamesAccepted", "no conflicts found")]}),
+            ("Progressing", "waiting for Established"),
+            id="crd-not-established-yet",
+        ),
+        pytest.param(
+            _obj(
+                CRD,
+                "CustomResourceDefinition",
+                {"conditions": [_cond("Established", "the initial names have been accepted")]},
+            ),
+            ("Healthy", "the initial names have been accepted"),
+            id="crd-established",
+        ),
+        pytest.param(
+            _obj(
+                CRD,
+                "CustomResourceDefinition",
+                {
+                    "conditions": [
+                        _cond("NamesAccepted", '"tfjobs" is already in use', "False"),
+                        _cond("Established", "x", "False"),
+                    ]
+                },
+            ),
+            ("Degraded", '"tfjobs" is already in use'),
+            id="crd-names-refused",
         ),
         pytest.param(_obj("kubeflow.org/v1", "Profile"), ("Healthy", "no failure reported"), id="profile-made"),
         pytest.param(

@@ -496,6 +496,7 @@ def test_argocd_cm_snippet_holds_the_health_checks_in_argo_cds_key_format(tmp_pa
         "labels": {"app.kubernetes.io/name": "argocd-cm", "app.kubernetes.io/part-of": "argocd"},
     }
     assert list(cm["data"]) == [
+        "resource.customizations.health.apiextensions.k8s.io_CustomResourceDefinition",
         "resource.customizations.health.argoproj.io_Application",
         "resource.customizations.health.kubeflow.org_Experiment",
         "resource.customizations.health.kubeflow.org_JAXJob",
@@ -526,4 +527,4 @@ def test_a_kfdefs_wait_rules_become_argo_cds_health_checks_of_their_kinds(tmp_pa
     assert data["resource.customizations.health.db.example.com_Database"] == argocd_settings.rule_health_check(database)
     assert data["resource.customizations.health.kubeflow.org_TFJob"] == argocd_settings.rule_health_check(tfjob)
     assert 'if text({"status", "phase"}) == "Done" then' in data["resource.customizations.health.kubeflow.org_TFJob"]
-    assert len(data) == 12  # kfctl's 11 and the Database's
+    assert len(data) == 13  # kfctl's 12 and the Database's

@@ -9,7 +9,8 @@
 - an ``argocd-cm`` snippet (``argocd-cm.yaml`` of the export directory, not among its resources: it belongs
   to Argo CD's own ConfigMap): Lua health checks for ``argoproj.io/Application`` (Argo CD 1.8 dropped its
   own, and without one a parent app-of-apps does not wait for a wave's children to be healthy before it
-  syncs the next), for Kubeflow's kinds Argo CD has none for, and for the kinds of the KfDef's own wait rules
+  syncs the next), for CustomResourceDefinitions (Argo CD's own calls one not established yet Degraded, which
+  fails a sync wave), for Kubeflow's kinds Argo CD has none for, and for the kinds of the KfDef's own wait rules
   (``spec.waitRules``, written by :func:`rule_health_check`). Server-side apply merges the snippet's keys
   into an existing argocd-cm and leaves the others:
   ``kubectl apply --server-side --field-manager=kfctl -f argocd-cm.yaml``.
@@ -23,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from kfctl.health.waitrules import SHIPPED, WaitRule
+from kfctl.health.waitrules import SHIPPED, Match, WaitRule
 from kfctl.objects import Obj, key_of
 
 CONFIGMAP = "argocd-cm"
@@ -164,22 +165,6 @@ def _said_by_conditions(rule: WaitRule) -> bool:
     return all(m.condition and m.status == "True" for m in (*rule.ready, *rule.failed))
 
 
-HEALTH_CHECKS: dict[tuple[str, str], str] = {
-    ("argoproj.io", "Application"): _APPLICATION,
-    ("kubeflow.org", "Profile"): _PROFILE,
-    ("kubeflow.org", "Notebook"): _NOTEBOOK,
-    # Kubeflow's kinds kfctl judges by a wait rule (kfctl.health.waitrules: Trainer v2's TrainJob Complete/Failed,
-    # Katib's Experiment and the training operator's jobs Succeeded/Failed), in Argo CD's words: the same rule.
-    **{
-        (r.group, r.kind): _conditions(
-            f"waiting for the {r.kind}", [m.condition for m in r.ready], [m.condition for m in r.failed]
-        )
-        for r in SHIPPED
-        if r.group.endswith("kubeflow.org") and _said_by_conditions(r)
-    },
-}
-
-
 def ignore_differences(objects: Iterable[Obj] | None) -> list[dict[str, Any]]:
     """The ignoreDifferences entries for the kinds among ``objects`` whose fields others fill in, sorted; for
     ``None`` (objects rendered later, by the plugin), every such kind."""
@@ -264,6 +249,35 @@ def rule_health_check(rule: WaitRule) -> str:
     awaited = " or ".join(m.describe() for m in rule.ready)
     waiting = f"waiting for {awaited}" if awaited else "waiting for a failure to be reported"
     return _RULE.format(waiting=_lua(waiting), matches="".join(matches))
+
+
+# Argo CD's own check calls a CRD Degraded until the API server has established it, and a Degraded object fails
+# its sync wave: on a busy API server (dozens of CRDs created at once take seconds) a fresh platform's sync failed
+# and waited out a retry's backoff (seen on v3.2.11: "CRD is not established", then "Retrying attempt #1", 60-100 s
+# of the built-in platform's sync). Not established yet is Progressing, as kstatus and kfctl's own CRD gate say;
+# names refused and a non-structural schema stay Degraded.
+CRD_RULE = WaitRule(
+    "apiextensions.k8s.io",
+    "CustomResourceDefinition",
+    ready=(Match(condition="Established"),),
+    failed=(Match(condition="NamesAccepted", status="False"), Match(condition="NonStructuralSchema")),
+)
+
+HEALTH_CHECKS: dict[tuple[str, str], str] = {
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): rule_health_check(CRD_RULE),
+    ("argoproj.io", "Application"): _APPLICATION,
+    ("kubeflow.org", "Profile"): _PROFILE,
+    ("kubeflow.org", "Notebook"): _NOTEBOOK,
+    # Kubeflow's kinds kfctl judges by a wait rule (kfctl.health.waitrules: Trainer v2's TrainJob Complete/Failed,
+    # Katib's Experiment and the training operator's jobs Succeeded/Failed), in Argo CD's words: the same rule.
+    **{
+        (r.group, r.kind): _conditions(
+            f"waiting for the {r.kind}", [m.condition for m in r.ready], [m.condition for m in r.failed]
+        )
+        for r in SHIPPED
+        if r.group.endswith("kubeflow.org") and _said_by_conditions(r)
+    },
+}
 
 
 def argocd_cm(namespace: str, rules: Iterable[WaitRule] = ()) -> dict[str, Any]:

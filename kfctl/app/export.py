@@ -383,7 +383,7 @@ class _Dumper(yaml.SafeDumper):
     """PyYAML's safe dumper, with multi-line strings (the patches) as literal blocks a person can read."""
 
 
-def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+def _str(dumper: yaml.representer.SafeRepresenter, value: str) -> yaml.ScalarNode:
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
 
 
@@ -391,10 +391,36 @@ _Dumper.add_representer(str, _str)
 
 
 def dump_documents(objects: Sequence[Mapping[str, Any]]) -> str:
+    """Each object as a YAML document of its own (``---``), keys in their order: the bytes of every file kfctl
+    writes, the same on every machine (PyYAML's pure-Python emitter)."""
+    return _documents(objects, _Dumper)
+
+
+def _documents(objects: Sequence[Mapping[str, Any]], dumper: type[Any]) -> str:
     return "".join(
-        "---\n" + yaml.dump(dict(o), Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=1000)
+        "---\n" + yaml.dump(dict(o), Dumper=dumper, sort_keys=False, default_flow_style=False, width=1000)
         for o in objects
     )
+
+
+# libyaml's emitter, when PyYAML has it, is five times faster: `kfctl generate --stdout` of the built-in platform
+# (5.3 MB) spent 4 of its 8 s in the pure-Python one, and Argo CD's plugin runs it on every comparison whose cluster
+# API versions changed (each wave that adds CRDs). It folds long double-quoted strings elsewhere (9 of upstream
+# v1.11.0's 1512 objects), so it writes streams a program reads, never files.
+_STREAM_DUMPER: type[Any] = _Dumper
+if yaml.__with_libyaml__:
+
+    class _CDumper(yaml.CSafeDumper):
+        """libyaml's safe emitter with _Dumper's representers."""
+
+    _CDumper.add_representer(str, _str)
+    _STREAM_DUMPER = _CDumper
+
+
+def stream_documents(objects: Sequence[Mapping[str, Any]]) -> str:
+    """The objects as dump_documents writes them, with the fastest emitter: the same objects, not always the same
+    bytes."""
+    return _documents(objects, _STREAM_DUMPER)
 
 
 def file_name(obj: Mapping[str, Any]) -> str:

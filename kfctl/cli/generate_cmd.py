@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from kfctl.app.argocd_plugin import waved_objects
-from kfctl.app.export import dump_documents
+from kfctl.app.export import stream_documents
 from kfctl.app.generate import generate as run_generate
 from kfctl.catalog.load import load_catalog
 from kfctl.cli.options import get_options, global_options
@@ -125,7 +125,7 @@ def generate(
     if to_stdout:
         if not opts.quiet:
             click.echo("\n".join(lines), err=True)
-        click.echo(dump_documents(waved_objects(kfdef, catalog)), nl=False)
+        click.echo(stream_documents(waved_objects(kfdef, catalog)), nl=False)
         return
     emit(
         opts,
