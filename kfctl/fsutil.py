@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import glob
 import os
 import shutil
 import tempfile
@@ -17,6 +18,9 @@ OWNER = ".owner"  # in such a directory: locked (flock) by the kfctl filling it,
 LOCK_GRACE = 10.0
 # One without an OWNER file (made by a kfctl before it had them) is taken for abandoned only after this long.
 UNOWNED_AFTER = 24 * 3600.0
+# A temp file of write_atomic this old is a killed kfctl's (a write takes well under a second): the next write of
+# the same file removes it. SIGKILL at a plugin's deadline can land mid-write of a render cache entry (MBs).
+STALE_TEMP = 3600.0
 
 
 def write_atomic(path: Path, data: str, *, mode: int = 0o644) -> bool:
@@ -31,6 +35,7 @@ def write_atomic(path: Path, data: str, *, mode: int = 0o644) -> bool:
     except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temps(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
@@ -41,6 +46,16 @@ def write_atomic(path: Path, data: str, *, mode: int = 0o644) -> bool:
         Path(tmp).unlink(missing_ok=True)
         raise
     return True
+
+
+def _remove_stale_temps(path: Path) -> None:
+    """Remove the temp files of earlier writes of ``path`` that are STALE_TEMP old: their kfctl was killed."""
+    for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        try:
+            if time.time() - tmp.stat().st_mtime >= STALE_TEMP:
+                tmp.unlink()
+        except OSError:  # removed meanwhile, or not ours to remove: the write goes on
+            continue
 
 
 def place_content_addressed(tree: Path, final: Path) -> None:

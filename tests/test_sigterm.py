@@ -156,3 +156,25 @@ def test_sweep_removes_only_what_no_live_kfctl_holds(
         if held is not None:
             os.close(held)
     assert (removed, directory.exists()) == (([".tmp-web-abc"], False) if swept else ([], True))
+
+
+@pytest.mark.parametrize(
+    ("name", "age", "removed"),
+    [
+        pytest.param(".render.json.k1ll3d.tmp", 2 * HOUR, True, id="an earlier write of the file, killed"),
+        pytest.param(".render.json.wr1t1n.tmp", 60.0, False, id="one another kfctl may be writing"),
+        pytest.param(".other.json.k1ll3d.tmp", 2 * HOUR, False, id="another file's: its own write removes it"),
+    ],
+)
+def test_a_write_removes_the_temp_file_a_killed_write_of_the_same_file_left(
+    tmp_path: Path, name: str, age: float, removed: bool
+) -> None:
+    """write_atomic writes through a temp file and a rename; SIGKILL between the two leaves the temp file."""
+    cache = tmp_path / "render"
+    cache.mkdir()
+    left = cache / name
+    left.write_text("half a cache entr")
+    when = time.time() - age
+    os.utime(left, (when, when))
+    assert fsutil.write_atomic(cache / "render.json", "{}")
+    assert (left.exists(), sorted(p.name for p in cache.iterdir() if p != left)) == (not removed, ["render.json"])
