@@ -367,14 +367,14 @@ def test_with_the_registration_flow_on_a_user_without_a_profile_makes_one_from_t
     def registration_button(text: str) -> Any:
         return browser.driver.execute_script(REGISTRATION_BUTTON, text)
 
-    browser.until("the registration page's Start Setup", lambda: registration_button("Start Setup"))
+    start = browser.until("the registration page's Start Setup", lambda: registration_button("Start Setup"))
     assert env_info(browser)["namespaces"] == []  # no Profile yet
     browser.shot("registration-welcome")
-    browser.click_at(registration_button("Start Setup"))
+    browser.click_at(start)
     name = browser.until("the namespace the page offers", lambda: browser.driver.execute_script(REGISTRATION_NAME))
     assert name == THIRD_NAMESPACE
     browser.shot("registration-namespace")
-    browser.click_at(registration_button("Finish"))
+    browser.click_at(browser.until("the registration page's Finish", lambda: registration_button("Finish")))
 
     profile = browser.until(
         "the Profile the registration made",
@@ -399,10 +399,15 @@ const text = arguments[0];
 const element = (function () {{ {DEEP_QUERY} }}).apply(null, [['registration-page']]);
 const page = element && element.shadowRoot;
 """
+# The button only once a click at its middle lands on it: the two pages cross-fade (neon-animated-pages) and
+# until the fade ends the page leaving lies over it and takes a click (Finish clicked mid-fade sent nothing)
 REGISTRATION_BUTTON = (
     REGISTRATION
+    + "const onTop = (b) => { const r = b.getBoundingClientRect();"
+    + " return b.contains(page.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2)); };"
     + "return page ? [...page.querySelectorAll('paper-button')]"
-    + ".find(b => b.textContent.trim() === text && b.offsetParent !== null && !b.disabled) || null : null;"
+    + ".find(b => b.textContent.trim() === text && b.offsetParent !== null && !b.disabled && onTop(b)) || null"
+    + " : null;"
 )
 REGISTRATION_NAME = (
     REGISTRATION

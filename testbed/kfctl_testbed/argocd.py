@@ -30,6 +30,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import socket
 import sys
 from collections.abc import Callable, Iterator, Mapping
@@ -156,7 +157,7 @@ class ArgoCD:
         assert not localcluster.alive(old), f"{name} (pid {old.pid}) is still running"
         self.state.procs.remove(old)
         proc = localcluster.spawn(self.state, name, [*self.argvs[name], *extra], env=self.envs[name])
-        localcluster.wait_for(f"{name} to be ready again", self.ready[name], timeout=90, procs=[proc])
+        _wait_ready(f"{name} to be ready again", self.ready[name], proc, [proc])
         return proc.pid
 
     def log_tail(self, lines: int = 40) -> str:
@@ -255,6 +256,9 @@ def run_argocd(
         "ARGOCD_FAKE_IN_CLUSTER": "true",  # kubernetes.default.svc is $KUBECONFIG's cluster
         "ARGOCD_GPG_ENABLED": "false",  # no gpg keyring to set up: kfctl's exports verify no signatures
         "ARGOCD_PLUGINSOCKFILEPATH": str(workdir / "plugins"),  # where the repo-server finds the plugins' sockets
+        # Its git credential helper's socket, /tmp/reposerver-ask-pass.sock by default: one per pod in a real
+        # install, but each repo-server here removes the one before it on the same machine
+        "ARGOCD_ASK_PASS_SOCK": str(workdir / "reposerver-ask-pass.sock"),
     }
     (workdir / "plugins").mkdir(exist_ok=True)
     argv: dict[str, list[str]] = {}
@@ -318,10 +322,26 @@ def run_argocd(
             argocd.argvs[name], argocd.envs[name] = args, {**env, **extra, "ARGOCD_BINARY_NAME": name}
             proc = localcluster.spawn(state, name, args, env=argocd.envs[name])
             argocd.logs[name] = Path(proc.log)
-            localcluster.wait_for(f"{name} to be ready", ready[name], timeout=90, procs=state.procs)
+            _wait_ready(f"{name} to be ready", ready[name], proc, state.procs)
         yield argocd
     finally:
         localcluster.stop_procs(state.procs)
+
+
+def _wait_ready(what: str, check: Callable[[], bool], proc: localcluster.Proc, procs: list[localcluster.Proc]) -> None:
+    """wait_for ``check``; when it times out with the Go process ``proc`` still running, its goroutines' stacks
+    (SIGQUIT makes Go print them and exit) join the error: what it was doing instead of serving (once on CI
+    argocd-repo-server served gRPC but refused its metrics port for 90 s, and its log said nothing)."""
+    try:
+        localcluster.wait_for(what, check, timeout=90, procs=procs)
+    except localcluster.ClusterError as e:
+        if proc.name == "redis-server" or not localcluster.alive(proc):
+            raise
+        os.kill(proc.pid, signal.SIGQUIT)
+        with contextlib.suppress(PollTimeout):
+            poll(lambda: not localcluster.alive(proc), timeout=10, what=f"{proc.name} to print its stacks")
+        stacks = localcluster.tail(proc.log, 400)
+        raise localcluster.ClusterError(f"{e}\n--- {proc.name}'s goroutines (SIGQUIT):\n{stacks}") from None
 
 
 def hard_refresh(kubeconfig: str, name: str) -> None:
