@@ -17,8 +17,9 @@ an order that rotates from run to run:
   looks again only that often: it sets most of Flux's time).
 - Argo CD: the same app directory exported by `kfctl export --format argocd --prune` into the same repository
   (one commit holds both exports: the same bytes); Argo CD v3.2.11's real application controller and
-  repo-server with Redis (e2e/build-binaries --argocd, kfctl_testbed.argocd, resync every 20 s as in
-  e2e/test_gitops_argocd) with its CRDs, settings and the export's argocd-cm.yaml set up untimed; then timed,
+  repo-server with Redis (e2e/build-binaries --argocd, kfctl_testbed.argocd, resync every 20 s as
+  e2e/test_gitops_argocd ran it until 2026-11-29) with its CRDs, settings and the export's argocd-cm.yaml set
+  up untimed; then timed,
   what docs/gitops.md has a user do: apply the parent Application (the app-of-apps of the export's directory),
   run `kfctl secrets apply` once the kubeflow namespace exists, until the parent and every child Application
   are Synced and Healthy at the pushed commit (each wave's children created once the earlier waves' are).
@@ -138,7 +139,7 @@ def argocd_install(kc: str, app: Path, repo: flux_support.Repo, info: dict[str, 
     flux_support.kubectl(kc, "apply", "--server-side", "--field-manager=kfctl", "-f", str(cm))
     api = kube_rest.Client(kc)
     try:
-        with argocd_support.run_argocd(kc, work) as argocd:
+        with argocd_support.run_argocd(kc, work, resync=20) as argocd:
             start = time.perf_counter()
             parent = argocd_support.parent_application(ARGOCD_PARENT, repo.url, ARGOCD_PATH)
             flux_support.kubectl(kc, "apply", "--server-side", "-f", "-", stdin=parent)

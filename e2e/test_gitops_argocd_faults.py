@@ -59,7 +59,7 @@ APP_PATH = f"clusters/{NAME}"
 # Lines of upstream's example/kustomization.yaml: the first commit's application, and the one a later commit adds.
 APPS = ("common/kubeflow-namespace/base", "common/kubeflow-roles/base")
 ARCHIVE = f"/{upstream_mirror.RELEASE_ARCHIVES}v1.11.0.tar.gz"  # what the file server serves kfctl
-RESYNC = 20  # run_argocd's default: seconds between two comparisons of the Application with git
+RESYNC = 20  # seconds between two comparisons of the Application with git (run_argocd's --app-resync)
 
 
 @dataclass
@@ -138,7 +138,7 @@ def platform(
         api = kube_rest.Client(kubeconfig)
         before = files.requests.count(ARCHIVE)
         with argocd_support.run_argocd(
-            kubeconfig, root / "argocd", plugin_config=plugin, plugin_loglevel="debug"
+            kubeconfig, root / "argocd", resync=RESYNC, plugin_config=plugin, plugin_loglevel="debug"
         ) as argocd:
             start = time.monotonic()
             flux_support.kubectl(kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump(application))

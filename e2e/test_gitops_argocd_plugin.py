@@ -200,7 +200,7 @@ def test_a_kfdef_error_fails_the_render_with_kfctls_message_and_changes_nothing(
         return bool(message) and "jupyter-web-ap" in message[0]
 
     argocd_support.wait_for(
-        comparison_error, api=platform.api, argocd=platform.argocd, timeout=180, what="a ComparisonError of the plugin"
+        comparison_error, api=platform.api, argocd=platform.argocd, timeout=300, what="a ComparisonError of the plugin"
     )
     print(f"\nArgo CD's condition for commit {commit[:8]}:\n  {message[0]}")
     assert "Error (config error)" in message[0] and "kfdef.yaml" in message[0], message[0]

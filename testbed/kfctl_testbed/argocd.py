@@ -221,7 +221,7 @@ def run_argocd(
     kubeconfig: str,
     workdir: Path,
     *,
-    resync: int = 20,
+    resync: int = 60,
     plugin_config: Path | None = None,
     applicationsets: bool = False,
     plugin_loglevel: str = "info",
@@ -285,9 +285,11 @@ def run_argocd(
             "--commit-server", f"127.0.0.1:{ports['commit-server']}",
             "--redis", redis, "--metrics-port", str(ports["controller-metrics"]),
             "--status-processors", "4", "--operation-processors", "4", "--loglevel", "info",
-            # Every Application compared again every 20 s instead of 120 s (+ up to 60 s of jitter): a CRD the
+            # Every Application compared again every minute instead of 120 s (+ up to 60 s of jitter): a CRD the
             # sync has just created is often compared before it is Established and shows OutOfSync until the
-            # next comparison (seen: cert-manager's issuers.cert-manager.io), which holds the parent's wave.
+            # next comparison (seen: cert-manager's issuers.cert-manager.io), which holds the parent's wave. Each
+            # comparison costs CPU the parallel suite lacks: upstream's full platform at 20 s, 446 s and 320 s of
+            # Argo CD's CPU; at 60 s, 403 s and 221 s (alone, quiet, one run each).
             "--app-resync", str(resync), "--app-resync-jitter", "0",
             # How long a failing render is taken for a passing fault before the Application shows it (a
             # ComparisonError condition): Argo CD's default is its default resync period, kept so here.
