@@ -33,7 +33,7 @@ import shutil
 import signal
 import socket
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -137,6 +137,7 @@ class ArgoCD:
     argvs: dict[str, list[str]] = field(default_factory=dict)  # each process's first argv, by name
     envs: dict[str, dict[str, str]] = field(default_factory=dict)  # and its environment
     ready: dict[str, Callable[[], bool]] = field(default_factory=dict)
+    ready_timeout: float = 90.0  # seconds `spawn` waits for a process to be ready
 
     def proc(self, name: str) -> localcluster.Proc:
         [proc] = [p for p in self.state.procs if p.name == name]
@@ -156,9 +157,34 @@ class ArgoCD:
         old = self.proc(name)
         assert not localcluster.alive(old), f"{name} (pid {old.pid}) is still running"
         self.state.procs.remove(old)
-        proc = localcluster.spawn(self.state, name, [*self.argvs[name], *extra], env=self.envs[name])
-        _wait_ready(f"{name} to be ready again", self.ready[name], proc, [proc])
-        return proc.pid
+        return self.spawn(name, extra, again=True).pid
+
+    def spawn(self, name: str, extra: Sequence[str] = (), *, again: bool = False) -> localcluster.Proc:
+        """Start ``name`` (its argv, ``extra`` after it) and wait until it is ready. An Argo CD process that is
+        not ready in 90 s is sent SIGQUIT, which makes Go print every goroutine's stack into its log and exit,
+        and is started once more, as the kubelet restarts a real install's repo-server whose liveness probe
+        fails; a second miss fails with the stacks. (On CI once: argocd-repo-server served gRPC but refused its
+        metrics port for 90 s, its log silent.)"""
+        what = f"{name} to be ready{' again' if again else ''}"
+        for attempt in (1, 2):
+            proc = localcluster.spawn(self.state, name, [*self.argvs[name], *extra], env=self.envs[name])
+            self.logs[name] = Path(proc.log)
+            try:
+                localcluster.wait_for(what, self.ready[name], timeout=self.ready_timeout, procs=self.state.procs)
+                return proc
+            except localcluster.ClusterError as e:
+                if isinstance(e, localcluster.ProcessDied) or name == "redis-server" or not localcluster.alive(proc):
+                    raise
+                _quit(proc)
+                self.state.procs.remove(proc)
+                if attempt == 2:
+                    stacks = localcluster.tail(proc.log, 400)
+                    raise localcluster.ClusterError(f"{e}\n--- {name}'s goroutines (SIGQUIT):\n{stacks}") from None
+                localcluster.log(
+                    f"TEST BED: {name} (pid {proc.pid}) not ready in {self.ready_timeout:.0f} s; started again, "
+                    f"its stacks in {proc.log}"
+                )
+        raise AssertionError("unreachable")
 
     def log_tail(self, lines: int = 40) -> str:
         return "\n".join(f"--- {name}:\n{localcluster.tail(str(path), lines)}" for name, path in self.logs.items())
@@ -322,28 +348,17 @@ def run_argocd(
         for name, args in argv.items():
             extra = _cmp_server_env(workdir) if name == "argocd-cmp-server" else {}
             argocd.argvs[name], argocd.envs[name] = args, {**env, **extra, "ARGOCD_BINARY_NAME": name}
-            proc = localcluster.spawn(state, name, args, env=argocd.envs[name])
-            argocd.logs[name] = Path(proc.log)
-            _wait_ready(f"{name} to be ready", ready[name], proc, state.procs)
+            argocd.spawn(name)
         yield argocd
     finally:
         localcluster.stop_procs(state.procs)
 
 
-def _wait_ready(what: str, check: Callable[[], bool], proc: localcluster.Proc, procs: list[localcluster.Proc]) -> None:
-    """wait_for ``check``; when it times out with the Go process ``proc`` still running, its goroutines' stacks
-    (SIGQUIT makes Go print them and exit) join the error: what it was doing instead of serving (once on CI
-    argocd-repo-server served gRPC but refused its metrics port for 90 s, and its log said nothing)."""
-    try:
-        localcluster.wait_for(what, check, timeout=90, procs=procs)
-    except localcluster.ClusterError as e:
-        if proc.name == "redis-server" or not localcluster.alive(proc):
-            raise
-        os.kill(proc.pid, signal.SIGQUIT)
-        with contextlib.suppress(PollTimeout):
-            poll(lambda: not localcluster.alive(proc), timeout=10, what=f"{proc.name} to print its stacks")
-        stacks = localcluster.tail(proc.log, 400)
-        raise localcluster.ClusterError(f"{e}\n--- {proc.name}'s goroutines (SIGQUIT):\n{stacks}") from None
+def _quit(proc: localcluster.Proc) -> None:
+    """SIGQUIT to Go process ``proc``: it prints every goroutine's stack to its log and exits."""
+    os.kill(proc.pid, signal.SIGQUIT)
+    with contextlib.suppress(PollTimeout):
+        poll(lambda: not localcluster.alive(proc), timeout=10, what=f"{proc.name} to print its stacks")
 
 
 def hard_refresh(kubeconfig: str, name: str) -> None:
