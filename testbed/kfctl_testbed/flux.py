@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-import urllib.request
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -96,7 +95,7 @@ class Flux:
 
 
 def _ready(url: str) -> bool:
-    with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=2) as r:  # noqa: S310 (http://127.0.0.1 only)
+    with contextlib.suppress(OSError), localcluster.open_loopback(url, timeout=2) as r:
         return bool(r.status == 200)
     return False
 

@@ -36,6 +36,7 @@ import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kfctl_testbed import egress, kube_rest, kwokstages, pki, podports
 from kfctl_testbed.gobuild import cachekeys
@@ -228,13 +229,25 @@ def tail(path: str, lines: int = 25) -> str:
         return "(no log)"
 
 
+def open_loopback(url: str, *, timeout: float, context: ssl.SSLContext | None = None) -> Any:
+    """``url`` (the test bed's own, on 127.0.0.1) opened with no proxy, whatever the environment says.
+    urllib.request.urlopen's opener is built at its first use and keeps the proxy environment of that moment: a
+    first use inside e2e's no_network() (a dead proxy, no_proxy=127.0.0.1 only while it lasts) sent every later
+    probe of that pytest process to the dead proxy, 'Connection refused' (the Argo CD fleet module run after the
+    faults module never saw its repo-server ready, on CI and here)."""
+    handlers: list[urllib.request.BaseHandler] = [urllib.request.ProxyHandler({})]
+    if context is not None:
+        handlers.append(urllib.request.HTTPSHandler(context=context))
+    return urllib.request.build_opener(*handlers).open(url, timeout=timeout)
+
+
 def https_ok(url: str, *, context: ssl.SSLContext) -> bool:
-    with urllib.request.urlopen(url, context=context, timeout=5) as response:  # noqa: S310 (our own https URLs)
+    with open_loopback(url, timeout=5, context=context) as response:
         return bool(response.status == 200)
 
 
 def http_ok(url: str) -> bool:
-    with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 (our own http://127.0.0.1 URLs)
+    with open_loopback(url, timeout=5) as response:
         return bool(response.status == 200)
 
 
