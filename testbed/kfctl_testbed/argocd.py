@@ -170,7 +170,8 @@ class ArgoCD:
                 f"{name} to be ready{' again' if again else ''}",
                 self.ready[name],
                 timeout=self.ready_timeout,
-                procs=self.state.procs,
+                # Started again, it alone: the others `stop` stopped are still recorded, and not running
+                procs=[proc] if again else self.state.procs,
             )
         except localcluster.ClusterError as e:
             if isinstance(e, localcluster.ProcessDied) or name == "redis-server" or not localcluster.alive(proc):
