@@ -98,7 +98,9 @@ def assert_converged(kubeconfig: str, ns: str, install: str) -> None:
 
 def test_a_second_apply_waits_for_the_first_and_both_converge(tmp_path: Path, kubeconfig: str) -> None:
     ns, install = "e2e-lock-wait", "e2e-lock-wait"
-    write_local_kfdef(tmp_path, name=install, namespace=ns, apps={"slow": bundle(ns, ready_after=6)})
+    # The first holds the lock until its Deployment is ready, 20 s: the second must reach the lock before that.
+    # With 6 s, at load 8, the second started after the first had ended and never waited (no Waiting event).
+    write_local_kfdef(tmp_path, name=install, namespace=ns, apps={"slow": bundle(ns, ready_after=20)})
     first = start_apply(tmp_path, kubeconfig)
     holder = wait_until_held(kubeconfig, ns, install)
     assert holder.split("/")[1] == str(first.pid)
