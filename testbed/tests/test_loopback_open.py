@@ -48,6 +48,8 @@ def test_a_proxy_urllib_kept_from_its_first_use_does_not_reach_loopback_probes(
     url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(urllib.request, "_opener", None)  # this process's urlopen not used yet; put back after
+    for var in ("no_proxy", "NO_PROXY"):  # the machine's own, if any, would bypass the dead proxy below
+        monkeypatch.delenv(var, raising=False)
     with monkeypatch.context() as m:  # what no_network() does
         for var in ("http_proxy", "HTTP_PROXY"):
             m.setenv(var, f"http://127.0.0.1:{closed_port()}")
